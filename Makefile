@@ -1,0 +1,46 @@
+# fleetlab: two commands on a fresh machine: `make lab` and `make test`.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+LAB_PORT ?= 8888
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
+
+.PHONY: venv lab test test-lib test-notebooks e2e bench parity-localstack clean help
+
+help:
+	@echo "make lab    - install (once) and open JupyterLab on labs/ with the moto backend"
+	@echo "make test   - install (once) and run every test and every notebook"
+	@echo "make e2e    - install Chromium (Debian) and run the real-browser test"
+	@echo "make bench  - run the benchmarks and save bench/results.json"
+	@echo "make parity-localstack - run the backend contract suite on a real LocalStack"
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
+	  { echo "fleetlab needs Python >= 3.11; set PYTHON=python3.11 (or newer)"; exit 1; }
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[lab,test]'
+	touch $(STAMP)
+
+lab: venv
+	FLEETLAB_BACKEND=moto $(BIN)/jupyter lab --notebook-dir=labs --ip=127.0.0.1 \
+	  --port=$(LAB_PORT) $(ROOT_FLAG)
+
+test: venv
+	$(BIN)/python -m pytest
+
+e2e: venv
+	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
+	$(BIN)/python -m pytest -m e2e tests/e2e
+
+bench: venv
+	$(BIN)/fleetlab bench --out bench/results.json
+
+parity-localstack: venv
+	bash tests/contract/run_localstack.sh
+
+clean:
+	rm -rf $(VENV) .fleetlab bench .pytest_cache

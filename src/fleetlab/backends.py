@@ -1,0 +1,286 @@
+"""Select and build the backend: where the boto3 clients point, and which clock runs.
+
+Four backends share one code path through boto3; a backend only decides the
+endpoint, the credentials and the clock:
+
+========== ===================================================== =============
+name       what it is                                            clock
+========== ===================================================== =============
+moto       moto in this process (``mock_aws``), SFN execution on virtual
+moto-server moto's ThreadedMotoServer on 127.0.0.1, a free port  virtual
+localstack a LocalStack at ``LOCALSTACK_ENDPOINT``               real
+aws        a real account; needs ``FLEETLAB_ALLOW_REAL_AWS=1``   real
+========== ===================================================== =============
+
+moto's server runs in this process, so time-machine moves it too and it gets
+the virtual clock like in-process moto.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import boto3
+import botocore.config
+
+from .clock import Clock, RealClock, VirtualClock
+from .errors import BackendUnavailable, ConfigError, RealAwsRefused
+
+BACKEND_NAMES = ("moto", "moto-server", "localstack", "aws")
+DEFAULT_REGION = "us-east-1"
+_FAKE_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
+_SFN_EXECUTION = {"stepfunctions": {"execute_state_machine": True}}
+
+
+@dataclass
+class Backend:
+    """An open backend: boto3 clients, a clock, and how to shut it down.
+
+    ``client(service)`` returns one cached client per service. ``receive_lock``
+    serialises receives on one queue where the backend needs it (moto's
+    ReceiveMessage does not lock, so concurrent receivers can get duplicates
+    that AWS would never hand out within a visibility window).
+    """
+
+    name: str
+    region: str
+    clock: Clock
+    make_client: Callable[[str], Any]
+    endpoint: str | None = None
+    serialise_receives: bool = False
+    details: dict[str, str] = field(default_factory=dict)
+    _on_close: list[Callable[[], None]] = field(default_factory=list)
+    _clients: dict[str, Any] = field(default_factory=dict)
+    _locks: dict[str, threading.Lock] = field(default_factory=dict)
+    _guard: threading.Lock = field(default_factory=threading.Lock)
+    closed: bool = False
+
+    def client(self, service: str) -> Any:
+        """The boto3 client for ``service`` on this backend (cached)."""
+        with self._guard:
+            if service not in self._clients:
+                self._clients[service] = self.make_client(service)
+            return self._clients[service]
+
+    @contextlib.contextmanager
+    def receive_lock(self, queue_url: str) -> Iterator[None]:
+        """Hold the per-queue receive lock when this backend needs one."""
+        if not self.serialise_receives:
+            yield
+            return
+        with self._guard:
+            lock = self._locks.setdefault(queue_url, threading.Lock())
+        with lock:
+            yield
+
+    @property
+    def account_id(self) -> str:
+        return self.client("sts").get_caller_identity()["Account"]
+
+    @property
+    def is_emulated(self) -> bool:
+        return self.name != "aws"
+
+    def close(self) -> None:
+        """Stop what the backend started (server, mock, clock). Idempotent."""
+        if self.closed:
+            return
+        self.closed = True
+        for stop in reversed(self._on_close):
+            stop()
+
+
+def open_backend(name: str | None = None) -> Backend:
+    """Open the backend named ``name``, or ``$FLEETLAB_BACKEND``, or ``moto``.
+
+    Raises ConfigError for an unknown name, RealAwsRefused for ``aws``
+    without the opt-in, BackendUnavailable when an emulator cannot be reached.
+    """
+    chosen = (name or os.environ.get("FLEETLAB_BACKEND") or "moto").strip().lower()
+    openers = {
+        "moto": _open_moto,
+        "moto-server": _open_moto_server,
+        "localstack": _open_localstack,
+        "aws": _open_aws,
+    }
+    if chosen not in openers:
+        raise ConfigError(
+            f"FLEETLAB_BACKEND={chosen!r} is not a backend; choose one of {', '.join(BACKEND_NAMES)}"
+        )
+    return openers[chosen]()
+
+
+def _retry_config(retries: int = 4) -> botocore.config.Config:
+    return botocore.config.Config(
+        retries={"max_attempts": retries, "mode": "standard"},
+        connect_timeout=5,
+        read_timeout=70,
+    )
+
+
+def _quiet_moto_logs() -> None:
+    # A failed state logs a large dump per state; the history API tells the same story.
+    logging.getLogger("moto.stepfunctions.parser").setLevel(logging.CRITICAL)
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+
+
+def _open_moto() -> Backend:
+    from moto import mock_aws
+
+    _quiet_moto_logs()
+    mock = mock_aws(config=_SFN_EXECUTION)
+    mock.start()
+    clock = VirtualClock()
+    session = boto3.Session(region_name=DEFAULT_REGION, **_FAKE_CREDENTIALS)
+    backend = Backend(
+        name="moto",
+        region=DEFAULT_REGION,
+        clock=clock,
+        make_client=lambda service: session.client(service, config=_retry_config()),
+        serialise_receives=True,
+        details={"emulator": "moto (in-process)", "version": _version("moto")},
+    )
+    backend._on_close += [mock.stop, clock.close]
+    return backend
+
+
+def _open_moto_server() -> Backend:
+    from moto.server import ThreadedMotoServer
+
+    _quiet_moto_logs()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    # Step Functions tasks call back into the server; they find it through MOTO_PORT.
+    previous_port = os.environ.get("MOTO_PORT")
+    os.environ["MOTO_PORT"] = str(port)
+    _post_json(f"{endpoint}/moto-api/config", _SFN_EXECUTION)
+    clock = VirtualClock()
+    session = boto3.Session(region_name=DEFAULT_REGION, **_FAKE_CREDENTIALS)
+    backend = Backend(
+        name="moto-server",
+        region=DEFAULT_REGION,
+        clock=clock,
+        endpoint=endpoint,
+        make_client=lambda service: session.client(
+            service, endpoint_url=endpoint, config=_retry_config()
+        ),
+        serialise_receives=True,
+        details={"emulator": f"moto server at {endpoint}", "version": _version("moto")},
+    )
+
+    def restore_port() -> None:
+        if previous_port is None:
+            os.environ.pop("MOTO_PORT", None)
+        else:
+            os.environ["MOTO_PORT"] = previous_port
+
+    def reset_server_state() -> None:
+        _post_json(f"{endpoint}/moto-api/reset", {})
+
+    backend._on_close += [server.stop, restore_port, clock.close, reset_server_state]
+    return backend
+
+
+def _open_localstack() -> Backend:
+    from localstack_client.session import Session as LocalstackSession
+
+    endpoint = os.environ.get("LOCALSTACK_ENDPOINT", "http://localhost:4566").rstrip("/")
+    dynamodb_endpoint = os.environ.get("FLEETLAB_DYNAMODB_ENDPOINT", "").rstrip("/") or None
+    _require_reachable(
+        f"{endpoint}/_localstack/health",
+        "LocalStack",
+        "start it with ../shared/tools/localstack-host/start.sh (no Docker) or `docker compose up localstack`",
+    )
+    if dynamodb_endpoint:
+        _require_reachable(dynamodb_endpoint, "the DynamoDB endpoint", "check FLEETLAB_DYNAMODB_ENDPOINT")
+    host = endpoint.split("://", 1)[-1]
+    session = LocalstackSession(localstack_host=host, region_name=DEFAULT_REGION)
+    plain = boto3.Session(region_name=DEFAULT_REGION, **_FAKE_CREDENTIALS)
+
+    def make_client(service: str) -> Any:
+        if service == "dynamodb" and dynamodb_endpoint:
+            return plain.client(service, endpoint_url=dynamodb_endpoint, config=_retry_config())
+        return session.client(service, config=_retry_config())
+
+    return Backend(
+        name="localstack",
+        region=DEFAULT_REGION,
+        clock=RealClock(),
+        endpoint=endpoint,
+        make_client=make_client,
+        details={
+            "emulator": f"LocalStack at {endpoint}",
+            "dynamodb": dynamodb_endpoint or endpoint,
+            "version": _localstack_version(endpoint),
+        },
+    )
+
+
+def _open_aws() -> Backend:
+    if os.environ.get("FLEETLAB_ALLOW_REAL_AWS") != "1":
+        raise RealAwsRefused(
+            "FLEETLAB_BACKEND=aws creates billable resources in a real AWS account. "
+            "Set FLEETLAB_ALLOW_REAL_AWS=1 to opt in, or unset FLEETLAB_BACKEND to use moto."
+        )
+    session = boto3.Session()
+    region = session.region_name or DEFAULT_REGION
+    backend = Backend(
+        name="aws",
+        region=region,
+        clock=RealClock(),
+        make_client=lambda service: session.client(service, region_name=region, config=_retry_config()),
+        details={"emulator": "none: real AWS"},
+    )
+    try:
+        backend.details["account"] = backend.account_id
+    except Exception as exc:  # botocore raises several unrelated types here
+        raise BackendUnavailable(
+            f"could not identify the AWS account ({exc}); configure credentials (aws configure) and retry"
+        ) from exc
+    return backend
+
+
+def _post_json(url: str, payload: dict[str, Any]) -> None:
+    request = urllib.request.Request(
+        url, data=json.dumps(payload).encode(), headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        response.read()
+
+
+def _require_reachable(url: str, what: str, hint: str) -> None:
+    try:
+        with urllib.request.urlopen(url, timeout=3) as response:
+            response.read()
+    except urllib.error.HTTPError:
+        return  # it answered; a 4xx from a bare endpoint still proves it is up
+    except OSError as exc:
+        raise BackendUnavailable(f"{what} is not reachable at {url} ({exc}); {hint}") from exc
+
+
+def _localstack_version(endpoint: str) -> str:
+    try:
+        with urllib.request.urlopen(f"{endpoint}/_localstack/info", timeout=3) as response:
+            return str(json.loads(response.read()).get("version", "unknown"))
+    except (OSError, ValueError):
+        return "unknown"
+
+
+def _version(package: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return "not installed"

@@ -1,0 +1,111 @@
+"""One exception hierarchy for fleetlab.
+
+Every error says what to do next, and whether the operation it reports
+*definitely did not happen* (safe to retry as is) or *may have happened*
+(retry only through an idempotent path). That one bit decides between a plain
+retry and an idempotent replay, so it is part of every error's contract.
+"""
+
+from __future__ import annotations
+
+
+class FleetlabError(Exception):
+    """Base of every error fleetlab raises on purpose.
+
+    ``may_have_happened`` is False when the failed operation left no trace
+    (retry freely) and True when it may have taken effect before failing
+    (retry only idempotently).
+    """
+
+    may_have_happened: bool = False
+
+    def __init__(self, message: str, *, may_have_happened: bool | None = None) -> None:
+        super().__init__(message)
+        if may_have_happened is not None:
+            self.may_have_happened = may_have_happened
+
+
+class ConfigError(FleetlabError):
+    """A setting, flag or environment variable is wrong; nothing was done."""
+
+
+class RealAwsRefused(ConfigError):
+    """The ``aws`` backend was chosen without the explicit opt-in."""
+
+
+class BackendUnavailable(FleetlabError):
+    """The chosen backend could not be reached or started; nothing was done."""
+
+
+class InvalidInput(FleetlabError):
+    """Input failed validation. ``field`` names the offending field."""
+
+    def __init__(self, field: str, problem: str, *, hint: str = "") -> None:
+        self.field = field
+        self.problem = problem
+        message = f"{field}: {problem}"
+        if hint:
+            message += f" ({hint})"
+        super().__init__(message)
+
+
+class EnvelopeError(InvalidInput):
+    """An event envelope is malformed; it was not published."""
+
+
+class AslError(InvalidInput):
+    """A state-machine definition is malformed; it was not created."""
+
+
+class ProvisionError(FleetlabError):
+    """Provisioning failed part way; what was made so far has been torn down."""
+
+    may_have_happened = True
+
+
+class IdempotencyError(FleetlabError):
+    """Base of the idempotency store's errors."""
+
+
+class AlreadyInProgress(IdempotencyError):
+    """Another worker holds a live lease on this key; the work was not started.
+
+    Leave the message for redelivery: by then the holder has finished or its
+    lease has expired and the key can be reclaimed.
+    """
+
+
+class LeaseLost(IdempotencyError):
+    """The lease expired before the result was saved; another worker may own the key.
+
+    The effect may have happened: do not run it again here, let the message go
+    back to the queue so the new owner (or a replay) finishes idempotently.
+    """
+
+    may_have_happened = True
+
+
+class WorkerCrashed(FleetlabError):
+    """An injected fault killed the worker at a named crash point.
+
+    The message was not deleted, so the queue will deliver it again once its
+    visibility timeout expires. Whatever ran before the crash point happened.
+    """
+
+    may_have_happened = True
+
+    def __init__(self, point: str, trace_id: str, receive_count: int) -> None:
+        self.point = point
+        self.trace_id = trace_id
+        self.receive_count = receive_count
+        super().__init__(
+            f"worker crashed at {point} while handling {trace_id} (receive {receive_count})"
+        )
+
+
+class ModelError(FleetlabError):
+    """The fake agent model failed a call; ``transient`` says whether a retry can help."""
+
+    def __init__(self, message: str, *, transient: bool) -> None:
+        super().__init__(message)
+        self.transient = transient
