@@ -1,0 +1,231 @@
+"""The idempotency store: DynamoDB conditional writes with a lease.
+
+The key names the *work* (the envelope's trace_id plus the consumer's name),
+never the delivery (an SQS MessageId changes on every redelivery). A worker
+``claim``s a key before the effect; exactly one claim wins. The winner holds
+a lease (``lease_until``); if it dies, the lease expires and the next
+delivery reclaims the key. The winner ``complete``s the record with its
+result, which every later duplicate gets back instead of running again.
+Records live for the idempotency window (``expires_at``), which must outlive
+every way the same work can come back: the bus's retry window, the queue's
+retention, and any replay horizon.
+
+Semantics match Powertools' idempotency utility where they overlap: status
+values ``INPROGRESS``/``COMPLETED``, an in-progress expiry (here the lease),
+an expiry checked by the store itself (DynamoDB's TTL deletes late, and some
+emulators never do), and a record released when the work fails.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, Callable
+
+from botocore.exceptions import ClientError
+
+from .clock import Clock
+from .errors import AlreadyInProgress, InvalidInput, LeaseLost
+
+INPROGRESS = "INPROGRESS"
+COMPLETED = "COMPLETED"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A won claim: this worker may run the work for ``key`` until ``lease_until``."""
+
+    key: str
+    consumer: str
+    owner: str
+    lease_until: float
+    reclaimed_from: str | None = None
+
+
+@dataclass(frozen=True)
+class Completed:
+    """The work was already done; ``result`` is what the first run saved."""
+
+    key: str
+    consumer: str
+    result: Any
+
+
+class IdempotencyStore:
+    """Conditional-write idempotency records in one DynamoDB table (pk, sk).
+
+    ``lease_seconds`` should be about one visibility timeout;
+    ``window_seconds`` must exceed retry window + retention + replay horizon.
+    """
+
+    def __init__(
+        self,
+        dynamodb: Any,
+        table: str,
+        clock: Clock,
+        *,
+        lease_seconds: float = 900,
+        window_seconds: float = 86_400,
+    ) -> None:
+        if lease_seconds <= 0:
+            raise InvalidInput("lease_seconds", f"must be positive, got {lease_seconds}")
+        if window_seconds <= lease_seconds:
+            raise InvalidInput("window_seconds", f"{window_seconds} must exceed lease_seconds {lease_seconds}")
+        self.dynamodb = dynamodb
+        self.table = table
+        self.clock = clock
+        self.lease_seconds = lease_seconds
+        self.window_seconds = window_seconds
+
+    def claim(self, key: str, consumer: str) -> Claim | Completed:
+        """Win the right to run ``key`` for ``consumer``, or learn it is done.
+
+        Returns a Claim (run the work) or Completed (return its result).
+        Raises AlreadyInProgress while another worker's lease is live.
+        """
+        now = self.clock.now()
+        owner = uuid.uuid4().hex
+        lease_until = now + self.lease_seconds
+        try:
+            response = self.dynamodb.put_item(
+                TableName=self.table,
+                Item={
+                    "pk": {"S": key},
+                    "sk": {"S": consumer},
+                    "status": {"S": INPROGRESS},
+                    "owner": {"S": owner},
+                    "lease_until": _number(lease_until),
+                    "expires_at": _number(now + self.window_seconds),
+                },
+                ConditionExpression=(
+                    "attribute_not_exists(pk) OR expires_at < :now "
+                    "OR (#status = :inprogress AND lease_until < :now)"
+                ),
+                ExpressionAttributeNames={"#status": "status"},
+                ExpressionAttributeValues={":now": _number(now), ":inprogress": {"S": INPROGRESS}},
+                ReturnValues="ALL_OLD",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as exc:
+            if _code(exc) != "ConditionalCheckFailedException":
+                raise
+            return self._existing(key, consumer, exc.response.get("Item") or {})
+        previous = response.get("Attributes", {})
+        reclaimed = previous.get("owner", {}).get("S") if previous.get("status", {}).get("S") == INPROGRESS else None
+        return Claim(key=key, consumer=consumer, owner=owner, lease_until=lease_until, reclaimed_from=reclaimed)
+
+    def complete(self, claim: Claim, result: Any) -> None:
+        """Save the result. Raises LeaseLost if another worker reclaimed the key meanwhile.
+
+        A lease that ran out unnoticed is fine: nobody took it over, so the
+        record is still ours.
+        """
+        try:
+            self.dynamodb.update_item(
+                TableName=self.table,
+                Key=_key(claim.key, claim.consumer),
+                UpdateExpression="SET #status = :done, #result = :result",
+                ConditionExpression="#owner = :owner",
+                ExpressionAttributeNames={"#status": "status", "#result": "result", "#owner": "owner"},
+                ExpressionAttributeValues={
+                    ":done": {"S": COMPLETED},
+                    ":result": {"S": json.dumps(result)},
+                    ":owner": {"S": claim.owner},
+                },
+            )
+        except ClientError as exc:
+            if _code(exc) != "ConditionalCheckFailedException":
+                raise
+            raise LeaseLost(
+                f"{claim.key}/{claim.consumer} was reclaimed by another worker before the result was saved; "
+                "leave the message for redelivery"
+            ) from exc
+
+    def extend(self, claim: Claim) -> Claim:
+        """Renew the lease for another ``lease_seconds``. Raises LeaseLost if it is no longer ours."""
+        now = self.clock.now()
+        lease_until = now + self.lease_seconds
+        try:
+            self.dynamodb.update_item(
+                TableName=self.table,
+                Key=_key(claim.key, claim.consumer),
+                UpdateExpression="SET lease_until = :until",
+                ConditionExpression="#owner = :owner AND #status = :inprogress",
+                ExpressionAttributeNames={"#owner": "owner", "#status": "status"},
+                ExpressionAttributeValues={
+                    ":until": _number(lease_until),
+                    ":owner": {"S": claim.owner},
+                    ":inprogress": {"S": INPROGRESS},
+                },
+            )
+        except ClientError as exc:
+            if _code(exc) != "ConditionalCheckFailedException":
+                raise
+            raise LeaseLost(f"lease on {claim.key}/{claim.consumer} is no longer held by this worker") from exc
+        return Claim(claim.key, claim.consumer, claim.owner, lease_until, claim.reclaimed_from)
+
+    def release(self, claim: Claim) -> None:
+        """Drop our in-progress record after a failure, so a retry can claim at once."""
+        try:
+            self.dynamodb.delete_item(
+                TableName=self.table,
+                Key=_key(claim.key, claim.consumer),
+                ConditionExpression="#owner = :owner AND #status = :inprogress",
+                ExpressionAttributeNames={"#owner": "owner", "#status": "status"},
+                ExpressionAttributeValues={":owner": {"S": claim.owner}, ":inprogress": {"S": INPROGRESS}},
+            )
+        except ClientError as exc:
+            if _code(exc) != "ConditionalCheckFailedException":
+                raise
+
+    def run_once(self, key: str, consumer: str, work: Callable[[], Any]) -> tuple[Any, bool]:
+        """Run ``work`` at most once per (key, consumer) within the window.
+
+        Returns (result, ran_now). A failing ``work`` releases the claim and
+        re-raises; AlreadyInProgress and LeaseLost propagate.
+        """
+        outcome = self.claim(key, consumer)
+        if isinstance(outcome, Completed):
+            return outcome.result, False
+        try:
+            result = work()
+        except BaseException:
+            self.release(outcome)
+            raise
+        self.complete(outcome, result)
+        return result, True
+
+    def record(self, key: str, consumer: str) -> dict[str, Any] | None:
+        """The stored record as plain values, or None."""
+        item = self.dynamodb.get_item(TableName=self.table, Key=_key(key, consumer), ConsistentRead=True).get("Item")
+        return None if item is None else {name: _plain(value) for name, value in item.items()}
+
+    def _existing(self, key: str, consumer: str, item: dict[str, Any]) -> Completed:
+        if not item:  # an emulator that does not return the old item: read it
+            item = self.dynamodb.get_item(TableName=self.table, Key=_key(key, consumer), ConsistentRead=True).get("Item", {})
+        if item.get("status", {}).get("S") == COMPLETED:
+            return Completed(key=key, consumer=consumer, result=json.loads(item["result"]["S"]))
+        lease_until = float(item.get("lease_until", {}).get("N", "0"))
+        raise AlreadyInProgress(
+            f"{key}/{consumer} is being handled by another worker (lease until "
+            f"{lease_until - self.clock.now():+.0f} s from now); leave the message for redelivery"
+        )
+
+
+def _key(key: str, consumer: str) -> dict[str, Any]:
+    return {"pk": {"S": key}, "sk": {"S": consumer}}
+
+
+def _number(value: float) -> dict[str, str]:
+    return {"N": str(Decimal(str(round(value, 3))))}
+
+
+def _plain(value: dict[str, Any]) -> Any:
+    (kind, raw), = value.items()
+    return float(raw) if kind == "N" else raw
+
+
+def _code(exc: ClientError) -> str:
+    return exc.response.get("Error", {}).get("Code", "")

@@ -1,0 +1,120 @@
+"""Starting and closing a lab: the one call a notebook's set-up cell makes.
+
+``start("01")`` opens the backend (``$FLEETLAB_BACKEND``, default moto),
+provisions the reference topology under a fresh prefix, builds the fleet, and
+prints the backend with the ways it differs from AWS. ``lab.close()`` removes
+everything; it is also registered with ``atexit``, so a crashed kernel on real
+AWS leaves nothing behind. Starting a lab again in the same kernel closes the
+previous one first, so re-running the set-up cell is safe.
+"""
+
+from __future__ import annotations
+
+import atexit
+from dataclasses import dataclass
+
+from .backends import Backend, open_backend
+from .faults import FaultPlan
+from .model import FakeModel
+from .pipeline import Fleet
+from .topology import Topology, TopologySpec, new_prefix, provision
+
+_current: Lab | None = None
+_lazy_backend: Backend | None = None
+
+
+@dataclass
+class Lab:
+    """A running lab: its backend, topology and fleet."""
+
+    id: str
+    backend: Backend
+    topology: Topology
+    fleet: Fleet
+    closed: bool = False
+
+    def fidelity(self):  # noqa: ANN201  (fleetlab.fidelity imports this module's callers)
+        """The backend's fidelity table (probed once per backend, then cached)."""
+        from .fidelity import probe
+
+        return probe(self.backend)
+
+    def close(self) -> None:
+        """Tear the topology down and close the backend. Idempotent."""
+        global _current
+        if self.closed:
+            return
+        self.closed = True
+        problems = self.topology.teardown()
+        self.backend.close()
+        if _current is self:
+            _current = None
+        if problems:
+            print(f"lab {self.id}: could not remove {problems}; delete them by hand")
+
+
+def start(
+    lab_id: str,
+    *,
+    backend: str | None = None,
+    spec: TopologySpec | None = None,
+    seed: int = 0,
+    faults: FaultPlan | None = None,
+    quiet: bool = False,
+) -> Lab:
+    """Open the backend, provision the lab's topology and fleet, print the banner."""
+    global _current
+    if _current is not None:
+        _current.close()
+    _close_lazy_backend()
+    opened = open_backend(backend)
+    try:
+        topology = provision(opened, spec, prefix=new_prefix(lab_id))
+    except Exception:
+        opened.close()
+        raise
+    fleet = Fleet(opened, topology, model=FakeModel(seed=seed), faults=faults)
+    lab = Lab(id=lab_id, backend=opened, topology=topology, fleet=fleet)
+    _current = lab
+    atexit.register(lab.close)
+    if not quiet:
+        print(banner(lab))
+    return lab
+
+
+def banner(lab: Lab) -> str:
+    """What the set-up cell prints: backend, clock, and each divergence from AWS."""
+    backend = lab.backend
+    clock = "virtual (long waits pass instantly)" if backend.clock.virtual else "real"
+    lines = [
+        f"lab {lab.id} on {backend.name}: {backend.details.get('emulator', '')}",
+        f"clock: {clock}; resources: {lab.topology.prefix}*",
+    ]
+    divergences = lab.fidelity().divergences()
+    if divergences:
+        lines.append(f"where {backend.name} differs from AWS ({len(divergences)}):")
+        lines += [f"  - {d.title}: AWS {d.aws}; here {d.observed}" for d in divergences]
+    return "\n".join(lines)
+
+
+def current() -> Lab | None:
+    """The lab started in this process, if any."""
+    return _current
+
+
+def active_backend() -> Backend:
+    """The running lab's backend, or a default backend opened on first use (closed at exit)."""
+    global _lazy_backend
+    if _current is not None:
+        return _current.backend
+    if _lazy_backend is None or _lazy_backend.closed:
+        _lazy_backend = open_backend()
+        atexit.register(_lazy_backend.close)
+    return _lazy_backend
+
+
+def _close_lazy_backend() -> None:
+    global _lazy_backend
+    if _lazy_backend is not None:
+        _lazy_backend.close()
+        _lazy_backend = None

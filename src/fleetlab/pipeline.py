@@ -1,0 +1,224 @@
+"""The fleet: bus -> rules -> queues -> workers -> idempotency store -> callbacks.
+
+``Fleet`` wires the library's parts into the reference pipeline on one
+provisioned topology. A step enters either on the bus (``submit``: the
+message loop) or through the orchestrator state machine (``orchestrate``: the
+token loop, where the event carries a task token and the worker closes the
+loop with SendTaskSuccess). Every hop is recorded on the tracer under the
+step's trace_id, and the step's side effect lands in the effects ledger.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from . import stepfunctions
+from .backends import Backend
+from .envelope import ClaimCheck, Envelope, batches
+from .errors import EnvelopeError, FleetlabError, ModelError
+from .faults import FaultPlan
+from .idempotency import Completed, IdempotencyStore
+from .ledger import EffectsLedger
+from .model import FakeModel
+from .topology import Topology
+from .tracing import Tracer
+from .workers import Delivery, HandleOutcome, QueueWorker
+
+
+@dataclass
+class RunReport:
+    """What ``Fleet.run`` did: outcomes by status and how many polls it took."""
+
+    outcomes: list[HandleOutcome] = field(default_factory=list)
+    polls: int = 0
+
+    def count(self, status: str) -> int:
+        return sum(1 for o in self.outcomes if o.status == status)
+
+
+class Fleet:
+    """The reference pipeline on one topology.
+
+    The step handler is idempotent: it claims (trace_id, agent_class) in the
+    store before the effect, returns the saved result to duplicates, renews
+    its lease on every heartbeat, and sends the task token back when the
+    step came from the orchestrator.
+    """
+
+    def __init__(
+        self,
+        backend: Backend,
+        topology: Topology,
+        *,
+        model: FakeModel | None = None,
+        faults: FaultPlan | None = None,
+        ledger: EffectsLedger | None = None,
+        tracer: Tracer | None = None,
+        heartbeat: bool = True,
+    ) -> None:
+        self.backend = backend
+        self.topology = topology
+        self.clock = backend.clock
+        self.model = model or FakeModel()
+        self.faults = faults or FaultPlan()
+        self.ledger = ledger if ledger is not None else EffectsLedger()
+        self.tracer = tracer if tracer is not None else Tracer()
+        self.heartbeat = heartbeat
+        self.events = backend.client("events")
+        self.sfn = backend.client("stepfunctions")
+        lease = max(q.visibility_timeout for q in topology.queues.values())
+        self.store = IdempotencyStore(backend.client("dynamodb"), topology.table_name, self.clock, lease_seconds=lease)
+        self.claimcheck = ClaimCheck(backend.client("s3"), topology.bucket)
+        self.workers = {name: self.worker(name) for name in topology.queues}
+        self.submitted: list[str] = []
+        self.executions: dict[str, str] = {}
+
+    def submit(self, *envelopes: Envelope) -> list[str]:
+        """Publish step requests on the bus (claim-checking large payloads). Returns event ids.
+
+        Raises EnvelopeError (nothing published) for a bad envelope, and
+        FleetlabError naming the entries EventBridge refused.
+        """
+        prepared = [self.claimcheck.offload(e) for e in envelopes]
+        entries = [e.entry(self.topology.bus_name) for e in prepared]
+        event_ids: list[str] = []
+        for request in batches(entries):
+            response = self.events.put_events(Entries=request)
+            failed = [(i, r) for i, r in enumerate(response["Entries"]) if "EventId" not in r]
+            if failed:
+                codes = ", ".join(f"entries[{i}]: {r.get('ErrorCode')}" for i, r in failed)
+                raise FleetlabError(f"EventBridge refused {codes}; the others were published", may_have_happened=True)
+            event_ids += [r["EventId"] for r in response["Entries"]]
+        for env, event_id in zip(prepared, event_ids):
+            self.submitted.append(env.trace_id)
+            self.tracer.record(env.trace_id, "published", at=self.clock.now(), component="bus", event_id=event_id)
+        return event_ids
+
+    def orchestrate(self, envelope: Envelope) -> str:
+        """Start the orchestrator for one step (payload always claim-checked). Returns the execution ARN."""
+        if not self.topology.state_machine_arn:
+            raise FleetlabError("this topology has no orchestrator; provision with TopologySpec(orchestrator=True)")
+        offloaded = ClaimCheck(self.claimcheck.s3, self.claimcheck.bucket, threshold=-1).offload(
+            replace(envelope, payload=envelope.payload if envelope.payload is not None else {})
+        )
+        detail = offloaded.detail()
+        execution_arn = stepfunctions.start_execution(self.sfn, self.topology.state_machine_arn, detail)
+        self.submitted.append(envelope.trace_id)
+        self.executions[envelope.trace_id] = execution_arn
+        self.tracer.record(
+            envelope.trace_id,
+            "execution_started",
+            at=self.clock.now(),
+            component="orchestrator",
+            execution=execution_arn.rsplit(":", 1)[-1][:8],
+        )
+        return execution_arn
+
+    def worker(self, agent_class: str, *, name: str | None = None) -> QueueWorker:
+        """A worker on ``agent_class``'s queue running the idempotent step handler."""
+        queue = self.topology.queue(agent_class)
+        return QueueWorker(
+            self.backend,
+            queue.url,
+            self.handle_step,
+            name=name or f"{agent_class}-worker",
+            ledger=self.ledger,
+            tracer=self.tracer,
+            faults=self.faults,
+            heartbeat_every=queue.visibility_timeout / 3 if self.heartbeat else None,
+            visibility_timeout=queue.visibility_timeout,
+        )
+
+    def handle_step(self, delivery: Delivery) -> Any:
+        """The reference step: claim, run the model, take effect, save, call back."""
+        if delivery.envelope is None:
+            raise delivery.envelope_error or EnvelopeError("body", "is not an envelope")
+        step = delivery.envelope
+        outcome = self.store.claim(step.trace_id, step.agent_class)
+        if isinstance(outcome, Completed):
+            self._trace(step, "duplicate_suppressed", delivery)
+            result = outcome.result
+        else:
+            self._trace(step, "claimed", delivery, reclaimed=bool(outcome.reclaimed_from))
+            claim = outcome
+            delivery.on_heartbeat(lambda: self.store.extend(claim))
+            try:
+                answer = self.model.invoke(step.trace_id, delivery.receive_count, self.clock)
+            except ModelError:
+                self.store.release(claim)
+                raise
+            delivery.record_effect(kind="step")
+            result = {"trace_id": step.trace_id, "text": answer.text, "latency_s": round(answer.latency, 3)}
+            self.store.complete(claim, result)
+            self._trace(step, "completed", delivery, latency_s=round(answer.latency, 1))
+        if step.task_token:
+            callback = stepfunctions.send_success(self.sfn, step.task_token, result)
+            self._trace(step, "callback", delivery, accepted=callback.accepted, error=callback.error_code)
+        return result
+
+    def unsettled(self) -> list[str]:
+        """Submitted traces whose message has not been deleted yet."""
+        settled = {h.trace_id for t in set(self.submitted) for h in self.tracer.timeline(t) if h.name == "deleted"}
+        return [t for t in dict.fromkeys(self.submitted) if t not in settled]
+
+    def run(
+        self,
+        *,
+        advance: float = 0.0,
+        idle_polls: int = 3,
+        max_polls: int = 1_000,
+        settle_timeout: float = 10.0,
+    ) -> RunReport:
+        """Poll every worker in turn until every submitted trace is settled.
+
+        A trace never received yet (a state machine publishes asynchronously)
+        is waited for, up to ``settle_timeout`` real seconds. Otherwise, when
+        a round finds nothing, ``advance`` moves the clock that far (one
+        visibility timeout brings crashed messages back) and the run ends
+        after ``idle_polls`` such rounds; without ``advance`` it ends at once.
+        Bounded by ``max_polls``.
+        """
+        report = RunReport()
+        deadline = time.monotonic() + settle_timeout
+        idle = 0
+        while report.polls < max_polls:
+            report.polls += 1
+            found = [o for w in self.workers.values() for o in w.poll_once(max_messages=10)]
+            report.outcomes += found
+            if found:
+                idle = 0
+                continue
+            unsettled = self.unsettled()
+            if not unsettled:
+                break
+            if self._awaiting_first_delivery(unsettled) and time.monotonic() < deadline:
+                time.sleep(0.02)  # a state machine's event is still on its way to the queue
+                continue
+            idle += 1
+            if advance:
+                if idle > idle_polls:
+                    break
+                self.clock.sleep(advance)
+            else:
+                break
+        return report
+
+    def finish_executions(self, *, timeout: float = 10.0) -> dict[str, str]:
+        """Wait for every orchestrated step's execution to end; record and return each status.
+
+        Raises FleetlabError if one is still running after ``timeout`` real seconds.
+        """
+        statuses: dict[str, str] = {}
+        for trace_id, execution_arn in self.executions.items():
+            status = stepfunctions.wait_for_execution(self.sfn, execution_arn, timeout=timeout)["status"]
+            statuses[trace_id] = status
+            self.tracer.record(trace_id, f"execution_{status.lower()}", at=self.clock.now(), component="orchestrator")
+        return statuses
+
+    def _awaiting_first_delivery(self, trace_ids: list[str]) -> bool:
+        return any(all(h.name != "received" for h in self.tracer.timeline(t)) for t in trace_ids)
+
+    def _trace(self, step: Envelope, hop: str, delivery: Delivery, **attrs: Any) -> None:
+        self.tracer.record(step.trace_id, hop, at=self.clock.now(), component=delivery.worker, **attrs)

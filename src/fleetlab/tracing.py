@@ -1,0 +1,66 @@
+"""Tracing: one trace_id carried through every hop, recorded as it passes.
+
+Queue, bus and state machine each number things their own way (message id,
+event id, execution ARN); the envelope's ``trace_id`` is what stitches them.
+Every component that touches a step records a ``Hop``; ``timeline`` lays a
+trace's hops out in time order, as a table or (in ``plots``) a waterfall.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Hop:
+    """One component touching one trace at one moment."""
+
+    trace_id: str
+    name: str
+    at: float
+    component: str
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+
+class Tracer:
+    """Thread-safe recorder of hops, queryable by trace."""
+
+    def __init__(self) -> None:
+        self._hops: list[Hop] = []
+        self._lock = threading.Lock()
+
+    def record(self, trace_id: str, name: str, *, at: float, component: str, **attrs: Any) -> Hop:
+        """Record that ``component`` did ``name`` for ``trace_id`` at time ``at``."""
+        hop = Hop(trace_id=trace_id, name=name, at=at, component=component, attrs=attrs)
+        with self._lock:
+            self._hops.append(hop)
+        return hop
+
+    def timeline(self, trace_id: str) -> list[Hop]:
+        """The trace's hops in time order (ties keep recording order)."""
+        with self._lock:
+            hops = [h for h in self._hops if h.trace_id == trace_id]
+        return sorted(hops, key=lambda h: h.at)
+
+    def trace_ids(self) -> list[str]:
+        """Every trace seen, in first-seen order."""
+        with self._lock:
+            return list(dict.fromkeys(h.trace_id for h in self._hops))
+
+    def rows(self, trace_id: str) -> list[dict[str, Any]]:
+        """The timeline as table rows, with seconds since the trace's first hop."""
+        hops = self.timeline(trace_id)
+        if not hops:
+            return []
+        start = hops[0].at
+        return [
+            {
+                "t+s": round(h.at - start, 3),
+                "hop": h.name,
+                "component": h.component,
+                **{k: v for k, v in h.attrs.items()},
+            }
+            for h in hops
+        ]

@@ -1,0 +1,339 @@
+"""Workers: a long-polling queue worker and an ESM-style batch poller.
+
+``QueueWorker`` is the container worker of a KEDA-scaled fleet: it receives,
+keeps the message hidden with a ChangeMessageVisibility heartbeat while the
+step runs, and deletes only after the handler returns. ``BatchPoller`` is what
+Lambda's SQS event source mapping does: it gathers a batch, calls a handler
+with a Lambda-shaped event, and deletes only what the handler did not report
+in ``batchItemFailures``.
+
+Both consult a ``FaultPlan`` at the named crash points; a crash leaves the
+message undeleted, so it comes back after its visibility timeout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .backends import Backend
+from .envelope import Envelope
+from .errors import AlreadyInProgress, EnvelopeError, InvalidInput, WorkerCrashed
+from .faults import CrashPoint, FaultPlan
+from .ledger import Effect, EffectsLedger
+from .tracing import Tracer
+
+MAX_RECEIVE_BATCH = 10
+
+
+@dataclass
+class Delivery:
+    """One received message, as a handler sees it."""
+
+    message_id: str
+    receipt_handle: str
+    body: Any
+    receive_count: int
+    queue_url: str
+    worker: str
+    envelope: Envelope | None = None
+    envelope_error: EnvelopeError | None = None
+    _effect: Callable[[Delivery, str, str | None], Effect] | None = field(default=None, repr=False)
+    _heartbeat_hooks: list[Callable[[], None]] = field(default_factory=list, repr=False)
+
+    @property
+    def trace_id(self) -> str:
+        """The work's trace id, or the message id for a body that is not an envelope."""
+        return self.envelope.trace_id if self.envelope else self.message_id
+
+    def record_effect(self, kind: str = "effect", key: str | None = None) -> Effect:
+        """Perform the step's side effect (counted in the ledger), after the BEFORE_EFFECT crash point."""
+        if self._effect is None:
+            raise InvalidInput("delivery", "this delivery has no effects ledger attached")
+        return self._effect(self, kind, key)
+
+    def on_heartbeat(self, hook: Callable[[], None]) -> None:
+        """Run ``hook`` on every heartbeat while this message is handled (e.g. renew a lease)."""
+        self._heartbeat_hooks.append(hook)
+
+
+@dataclass(frozen=True)
+class HandleOutcome:
+    """How handling one delivery ended: done, crashed, busy or failed."""
+
+    trace_id: str
+    message_id: str
+    receive_count: int
+    status: str
+    result: Any = None
+    error: str = ""
+
+
+def parse_body(raw: str) -> tuple[Any, Envelope | None, EnvelopeError | None]:
+    """Decode a message body: an EventBridge event (envelope in ``detail``) or a bare detail."""
+    try:
+        body = json.loads(raw)
+    except json.JSONDecodeError:
+        return raw, None, EnvelopeError("body", "is not JSON")
+    detail = body.get("detail", body) if isinstance(body, dict) else body
+    try:
+        return body, Envelope.from_detail(detail), None
+    except EnvelopeError as exc:
+        return body, None, exc
+
+
+class QueueWorker:
+    """Long-polling worker with a visibility heartbeat.
+
+    ``handler(delivery)`` runs the step. The message is deleted only after it
+    returns. ``heartbeat_every`` (seconds of the backend's clock) extends the
+    message's visibility to ``visibility_timeout`` while the handler runs.
+    A handler that raises leaves the message for redelivery; AlreadyInProgress
+    is reported as ``busy``; an injected crash as ``crashed``.
+    """
+
+    def __init__(
+        self,
+        backend: Backend,
+        queue_url: str,
+        handler: Callable[[Delivery], Any],
+        *,
+        name: str = "worker",
+        ledger: EffectsLedger | None = None,
+        tracer: Tracer | None = None,
+        faults: FaultPlan | None = None,
+        heartbeat_every: float | None = None,
+        visibility_timeout: int | None = None,
+        wait_seconds: int = 0,
+    ) -> None:
+        if heartbeat_every is not None and not visibility_timeout:
+            raise InvalidInput("visibility_timeout", "is required when heartbeat_every is set")
+        if heartbeat_every is not None and visibility_timeout and heartbeat_every >= visibility_timeout:
+            raise InvalidInput(
+                "heartbeat_every",
+                f"{heartbeat_every} s must be shorter than the visibility timeout {visibility_timeout} s",
+            )
+        self.backend = backend
+        self.sqs = backend.client("sqs")
+        self.queue_url = queue_url
+        self.handler = handler
+        self.name = name
+        self.ledger = ledger if ledger is not None else EffectsLedger()
+        self.tracer = tracer
+        self.faults = faults or FaultPlan()
+        self.heartbeat_every = heartbeat_every
+        self.visibility_timeout = visibility_timeout
+        self.wait_seconds = wait_seconds
+
+    def poll_once(self, max_messages: int = 1) -> list[HandleOutcome]:
+        """Receive up to ``max_messages`` and handle each in turn."""
+        return [self.handle(message) for message in self.receive(max_messages)]
+
+    def receive(self, max_messages: int = 1) -> list[dict[str, Any]]:
+        """One ReceiveMessage call (under the backend's receive lock)."""
+        with self.backend.receive_lock(self.queue_url):
+            response = self.sqs.receive_message(
+                QueueUrl=self.queue_url,
+                MaxNumberOfMessages=min(max_messages, MAX_RECEIVE_BATCH),
+                WaitTimeSeconds=self.wait_seconds,
+                AttributeNames=["All"],
+                MessageAttributeNames=["All"],
+            )
+        return response.get("Messages", [])
+
+    def handle(self, message: dict[str, Any]) -> HandleOutcome:
+        """Run the handler on one received message, then delete it."""
+        delivery = self._delivery(message)
+        self._trace(delivery, "received", receive=delivery.receive_count)
+        try:
+            with self._heartbeat(delivery):
+                result = self.handler(delivery)
+            self.faults.check(CrashPoint.AFTER_EFFECT_BEFORE_DELETE, delivery.trace_id, delivery.receive_count)
+        except WorkerCrashed as crash:
+            self._trace(delivery, "crashed", point=crash.point)
+            return self._outcome(delivery, "crashed", error=crash.point)
+        except AlreadyInProgress as busy:
+            self._trace(delivery, "busy")
+            return self._outcome(delivery, "busy", error=str(busy))
+        except Exception as exc:  # the handler's failure: leave the message for redelivery
+            self._trace(delivery, "failed", error=type(exc).__name__)
+            return self._outcome(delivery, "failed", error=f"{type(exc).__name__}: {exc}")
+        self.sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=delivery.receipt_handle)
+        self._trace(delivery, "deleted")
+        return self._outcome(delivery, "done", result=result)
+
+    def _delivery(self, message: dict[str, Any]) -> Delivery:
+        body, parsed, problem = parse_body(message["Body"])
+        return Delivery(
+            message_id=message["MessageId"],
+            receipt_handle=message["ReceiptHandle"],
+            body=body,
+            receive_count=int(message.get("Attributes", {}).get("ApproximateReceiveCount", "1")),
+            queue_url=self.queue_url,
+            worker=self.name,
+            envelope=parsed,
+            envelope_error=problem,
+            _effect=self._record_effect,
+        )
+
+    def _record_effect(self, delivery: Delivery, kind: str, key: str | None) -> Effect:
+        self.faults.check(CrashPoint.BEFORE_EFFECT, delivery.trace_id, delivery.receive_count)
+        effect = self.ledger.record(
+            key or delivery.trace_id,
+            kind=kind,
+            actor=self.name,
+            at=self.backend.clock.now(),
+            receive_count=delivery.receive_count,
+        )
+        self._trace(delivery, "effect", kind=kind)
+        return effect
+
+    def _heartbeat(self, delivery: Delivery) -> contextlib.AbstractContextManager[None]:
+        if self.heartbeat_every is None:
+            return contextlib.nullcontext()
+
+        def beat() -> None:
+            self.faults.check(CrashPoint.DURING_HEARTBEAT, delivery.trace_id, delivery.receive_count)
+            self.sqs.change_message_visibility(
+                QueueUrl=self.queue_url,
+                ReceiptHandle=delivery.receipt_handle,
+                VisibilityTimeout=self.visibility_timeout,
+            )
+            self._trace(delivery, "heartbeat", visibility=self.visibility_timeout)
+            for hook in delivery._heartbeat_hooks:
+                hook()
+
+        return self.backend.clock.every(self.heartbeat_every, beat)
+
+    def _trace(self, delivery: Delivery, hop: str, **attrs: Any) -> None:
+        if self.tracer is not None:
+            self.tracer.record(delivery.trace_id, hop, at=self.backend.clock.now(), component=self.name, **attrs)
+
+    def _outcome(self, delivery: Delivery, status: str, *, result: Any = None, error: str = "") -> HandleOutcome:
+        return HandleOutcome(delivery.trace_id, delivery.message_id, delivery.receive_count, status, result, error)
+
+
+@dataclass(frozen=True)
+class BatchOutcome:
+    """What one ESM-style invocation did with its batch."""
+
+    received: int
+    deleted: int
+    failed_ids: tuple[str, ...]
+    error: str = ""
+
+
+class BatchPoller:
+    """Lambda's SQS event source mapping, in miniature.
+
+    Gathers up to ``batch_size`` messages for at most ``batching_window``
+    seconds, calls ``handler(event, context)`` with a Lambda SQS event, and
+    deletes what succeeded. With ``report_batch_item_failures`` the handler
+    returns ``{"batchItemFailures": [{"itemIdentifier": id}, ...]}`` and only
+    those stay; an identifier not in the batch fails the whole batch, as on
+    AWS. Without it, any exception returns the whole batch to the queue.
+    """
+
+    def __init__(
+        self,
+        backend: Backend,
+        queue_url: str,
+        queue_arn: str,
+        handler: Callable[[dict[str, Any], Any], Any],
+        *,
+        batch_size: int = 10,
+        batching_window: float = 0.0,
+        report_batch_item_failures: bool = True,
+        name: str = "esm",
+        tracer: Tracer | None = None,
+    ) -> None:
+        if not 1 <= batch_size <= 10_000:
+            raise InvalidInput("batch_size", f"must be within 1..10000, got {batch_size}")
+        if not 0 <= batching_window <= 300:
+            raise InvalidInput("batching_window", f"must be within 0..300 s, got {batching_window}")
+        if batch_size > 10 and batching_window < 1:
+            raise InvalidInput("batching_window", "must be at least 1 s when batch_size exceeds 10 (as on AWS)")
+        self.backend = backend
+        self.sqs = backend.client("sqs")
+        self.queue_url = queue_url
+        self.queue_arn = queue_arn
+        self.handler = handler
+        self.batch_size = batch_size
+        self.batching_window = batching_window
+        self.report_batch_item_failures = report_batch_item_failures
+        self.name = name
+        self.tracer = tracer
+
+    def poll_once(self) -> BatchOutcome:
+        """Gather one batch, invoke the handler once, delete the successes."""
+        messages = self._gather()
+        if not messages:
+            return BatchOutcome(0, 0, ())
+        event = {"Records": [self._record(m) for m in messages]}
+        try:
+            response = self.handler(event, None)
+        except Exception as exc:  # the invocation failed: the whole batch goes back
+            return BatchOutcome(len(messages), 0, tuple(m["MessageId"] for m in messages), f"{type(exc).__name__}: {exc}")
+        failed, error = self._failed_ids(response, messages)
+        keep = set(failed)
+        done = [m for m in messages if m["MessageId"] not in keep]
+        self._delete(done)
+        return BatchOutcome(len(messages), len(done), tuple(failed), error)
+
+    def _gather(self) -> list[dict[str, Any]]:
+        clock = self.backend.clock
+        deadline = clock.now() + self.batching_window
+        messages: list[dict[str, Any]] = []
+        while len(messages) < self.batch_size:
+            with self.backend.receive_lock(self.queue_url):
+                got = self.sqs.receive_message(
+                    QueueUrl=self.queue_url,
+                    MaxNumberOfMessages=min(MAX_RECEIVE_BATCH, self.batch_size - len(messages)),
+                    AttributeNames=["All"],
+                    MessageAttributeNames=["All"],
+                ).get("Messages", [])
+            messages += got
+            remaining = deadline - clock.now()
+            if remaining <= 0:
+                break
+            if not got:
+                clock.sleep(min(remaining, 1.0))
+        return messages
+
+    def _failed_ids(self, response: Any, messages: list[dict[str, Any]]) -> tuple[list[str], str]:
+        every_id = [m["MessageId"] for m in messages]
+        if not self.report_batch_item_failures:
+            return [], ""
+        if response is None or response == {}:
+            return [], ""
+        failures = response.get("batchItemFailures") if isinstance(response, dict) else None
+        if not isinstance(failures, list):
+            return every_id, "response has no batchItemFailures list: the whole batch is retried"
+        ids = [f.get("itemIdentifier") if isinstance(f, dict) else None for f in failures]
+        if any(i not in every_id for i in ids):
+            return every_id, "a batchItemFailures entry names no message of this batch: the whole batch is retried"
+        return [i for i in ids if i is not None], ""
+
+    def _delete(self, messages: list[dict[str, Any]]) -> None:
+        for start in range(0, len(messages), MAX_RECEIVE_BATCH):
+            chunk = messages[start : start + MAX_RECEIVE_BATCH]
+            self.sqs.delete_message_batch(
+                QueueUrl=self.queue_url,
+                Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(chunk)],
+            )
+
+    def _record(self, message: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "messageId": message["MessageId"],
+            "receiptHandle": message["ReceiptHandle"],
+            "body": message["Body"],
+            "attributes": message.get("Attributes", {}),
+            "messageAttributes": message.get("MessageAttributes", {}),
+            "md5OfBody": message.get("MD5OfBody", ""),
+            "eventSource": "aws:sqs",
+            "eventSourceARN": self.queue_arn,
+            "awsRegion": self.backend.region,
+        }
