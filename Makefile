@@ -4,6 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 LAB_PORT ?= 8888
+LAB_FLAGS ?=
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 .PHONY: venv lab test test-lib test-notebooks e2e bench parity-localstack clean help
@@ -27,7 +28,7 @@ $(STAMP): pyproject.toml
 
 lab: venv
 	FLEETLAB_BACKEND=moto $(BIN)/jupyter lab --notebook-dir=labs --ip=127.0.0.1 \
-	  --port=$(LAB_PORT) $(ROOT_FLAG)
+	  --port=$(LAB_PORT) $(ROOT_FLAG) $(LAB_FLAGS)
 
 test: venv
 	$(BIN)/python -m pytest

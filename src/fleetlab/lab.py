@@ -12,12 +12,16 @@ from __future__ import annotations
 
 import atexit
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .backends import Backend, open_backend
 from .faults import FaultPlan
 from .model import FakeModel
 from .pipeline import Fleet
 from .topology import Topology, TopologySpec, new_prefix, provision
+
+if TYPE_CHECKING:
+    from .fidelity import FidelityTable
 
 _current: Lab | None = None
 _lazy_backend: Backend | None = None
@@ -33,7 +37,7 @@ class Lab:
     fleet: Fleet
     closed: bool = False
 
-    def fidelity(self):  # noqa: ANN201  (fleetlab.fidelity imports this module's callers)
+    def fidelity(self) -> FidelityTable:
         """The backend's fidelity table (probed once per backend, then cached)."""
         from .fidelity import probe
 
@@ -93,7 +97,8 @@ def banner(lab: Lab) -> str:
     divergences = lab.fidelity().divergences()
     if divergences:
         lines.append(f"where {backend.name} differs from AWS ({len(divergences)}):")
-        lines += [f"  - {d.title}: AWS {d.aws}; here {d.observed}" for d in divergences]
+        lines += [f"  - {d.title}" for d in divergences]
+        lines.append("  (lab.fidelity() shows what AWS does and what happens here)")
     return "\n".join(lines)
 
 

@@ -10,12 +10,29 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 
-def trace_waterfall(tracer: Tracer, trace_id: str) -> Figure:
-    """One trace's hops on a time axis, one row per hop, coloured by component."""
+def _new_figure(width: float, height: float) -> Figure:
+    """A pyplot-free Figure that a notebook shows as PNG when a cell returns it."""
     from matplotlib.figure import Figure
 
+    _show_figures_as_png()
+    return Figure(figsize=(width, height))
+
+
+def _show_figures_as_png() -> None:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    if get_ipython() is not None:
+        from matplotlib_inline.backend_inline import set_matplotlib_formats
+
+        set_matplotlib_formats("png")
+
+
+def trace_waterfall(tracer: Tracer, trace_id: str) -> Figure:
+    """One trace's hops on a time axis, one row per hop, coloured by component."""
     hops = tracer.timeline(trace_id)
-    figure = Figure(figsize=(8, 0.45 * max(len(hops), 2) + 1.2))
+    figure = _new_figure(8, 0.45 * max(len(hops), 2) + 1.2)
     axes = figure.add_subplot()
     if not hops:
         axes.set_title(f"No hops recorded for {trace_id}")

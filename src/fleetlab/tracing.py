@@ -12,6 +12,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from .tables import Table
+
 
 @dataclass(frozen=True)
 class Hop:
@@ -64,3 +66,10 @@ class Tracer:
             }
             for h in hops
         ]
+
+    def table(self, trace_id: str) -> Table:
+        """The trace's hops as a table: seconds since the first hop (0.1 s), hop and component."""
+        hops = self.timeline(trace_id)
+        start = hops[0].at if hops else 0.0
+        rows = [{"t+s": f"{h.at - start:.1f}", "hop": h.name, "component": h.component} for h in hops]
+        return Table(rows, title=f"trace {trace_id}")

@@ -1,0 +1,187 @@
+"""Pipeline behaviours every backend must show (AWS's documented rules)."""
+
+import json
+
+import pytest
+
+from fleetlab.envelope import Envelope
+from fleetlab.faults import Crash, CrashPoint, FaultPlan
+from fleetlab.ledger import EffectsLedger
+from fleetlab.model import FakeModel, LatencyProfile
+from fleetlab.pipeline import Fleet
+from fleetlab.workers import BatchPoller, QueueWorker
+
+pytestmark = pytest.mark.contract
+
+
+def step(n, agent_class="researcher", **extra):
+    return Envelope(f"alert-{n}", f"conv-{n}", 1, agent_class, **extra)
+
+
+def quick_model(backend):
+    """Virtual clock: production-like minutes. Real clock: fractions of a second."""
+    if backend.clock.virtual:
+        return FakeModel(seed=1, latency=LatencyProfile(p50=90, p95=420))
+    return FakeModel(seed=1, latency=LatencyProfile(p50=0.05, p95=0.2))
+
+
+def ticket_filer(delivery):
+    """A naive consumer: files a ticket for every delivery, no idempotency."""
+    delivery.record_effect(kind="ticket")
+    return "filed"
+
+
+def test_rules_route_each_agent_class_to_its_own_queue(backend, topology):
+    fleet = Fleet(backend, topology, model=quick_model(backend))
+    fleet.submit(step(1, "researcher"), step(2, "coder"), step(3, "researcher"))
+    sqs = backend.client("sqs")
+    routed = {}
+    for agent_class, queue in topology.queues.items():
+        messages = sqs.receive_message(QueueUrl=queue.url, MaxNumberOfMessages=10).get("Messages", [])
+        routed[agent_class] = sorted(json.loads(m["Body"])["detail"]["trace_id"] for m in messages)
+    assert routed == {"researcher": ["alert-1", "alert-3"], "coder": ["alert-2"]}
+
+
+def test_a_received_message_is_hidden_then_redelivered(backend, topology):
+    queue = topology.queue("researcher")
+    sqs = backend.client("sqs")
+    sqs.send_message(QueueUrl=queue.url, MessageBody=json.dumps(step(1).detail()))
+    first = sqs.receive_message(QueueUrl=queue.url, AttributeNames=["All"])["Messages"][0]
+    assert sqs.receive_message(QueueUrl=queue.url).get("Messages", []) == []
+    backend.clock.sleep(queue.visibility_timeout + 1)
+    again = sqs.receive_message(QueueUrl=queue.url, AttributeNames=["All"])["Messages"][0]
+    assert again["MessageId"] == first["MessageId"]
+    assert again["Attributes"]["ApproximateReceiveCount"] == "2"
+
+
+def test_a_crash_after_the_effect_duplicates_it_without_idempotency(backend, topology):
+    queue = topology.queue("researcher")
+    ledger = EffectsLedger()
+    crash = FaultPlan(crashes=(Crash(CrashPoint.AFTER_EFFECT_BEFORE_DELETE, "alert-7"),))
+    worker = QueueWorker(backend, queue.url, ticket_filer, ledger=ledger, faults=crash)
+    Fleet(backend, topology).submit(step(7))
+    assert [o.status for o in worker.poll_once()] == ["crashed"]
+    backend.clock.sleep(queue.visibility_timeout + 1)
+    assert [(o.status, o.receive_count) for o in worker.poll_once()] == [("done", 2)]
+    assert ledger.count("alert-7") == 2
+
+
+def test_the_idempotent_fleet_keeps_one_effect_through_the_same_crash(backend, topology):
+    crash = FaultPlan(crashes=(Crash(CrashPoint.AFTER_EFFECT_BEFORE_DELETE, "alert-7"),))
+    fleet = Fleet(backend, topology, model=quick_model(backend), faults=crash)
+    fleet.submit(step(7))
+    report = fleet.run(advance=topology.queue("researcher").visibility_timeout + 1)
+    assert [o.status for o in report.outcomes] == ["crashed", "done"]
+    assert fleet.ledger.count("alert-7") == 1
+    assert "duplicate_suppressed" in [h.name for h in fleet.tracer.timeline("alert-7")]
+
+
+def test_poison_is_dead_lettered_after_max_receive_count(backend, topology):
+    queue = topology.queue("researcher")  # maxReceiveCount = 3
+
+    def always_fails(delivery):
+        raise ValueError("cannot parse the tool output")
+
+    worker = QueueWorker(backend, queue.url, always_fails)
+    Fleet(backend, topology).submit(step(9))
+    receives = []
+    for _ in range(5):
+        receives += [o.receive_count for o in worker.poll_once()]
+        backend.clock.sleep(queue.visibility_timeout + 1)
+    assert receives == [1, 2, 3]
+    parked = backend.client("sqs").receive_message(QueueUrl=queue.dlq_url, MaxNumberOfMessages=10)["Messages"]
+    assert [json.loads(m["Body"])["detail"]["trace_id"] for m in parked] == ["alert-9"]
+
+
+@pytest.mark.parametrize("heartbeat", [True, False], ids=["heartbeat", "no-heartbeat"])
+def test_a_heartbeat_keeps_a_long_step_hidden(backend, topology, heartbeat):
+    queue = topology.queue("researcher")
+    sqs = backend.client("sqs")
+    seen_by_another_worker = []
+
+    def long_step(delivery):
+        backend.clock.sleep(queue.visibility_timeout * 2)
+        seen_by_another_worker.extend(sqs.receive_message(QueueUrl=queue.url).get("Messages", []))
+        return "done"
+
+    worker = QueueWorker(
+        backend, queue.url, long_step, heartbeat_every=queue.visibility_timeout / 3 if heartbeat else None,
+        visibility_timeout=queue.visibility_timeout,
+    )
+    sqs.send_message(QueueUrl=queue.url, MessageBody=json.dumps(step(3).detail()))
+    assert [o.status for o in worker.poll_once()] == ["done"]
+    assert len(seen_by_another_worker) == (0 if heartbeat else 1)
+
+
+def test_the_store_lets_exactly_one_claim_win(backend, topology):
+    fleet = Fleet(backend, topology)
+    first = fleet.store.claim("alert-1", "researcher")
+    from fleetlab.errors import AlreadyInProgress
+
+    with pytest.raises(AlreadyInProgress):
+        fleet.store.claim("alert-1", "researcher")
+    fleet.store.complete(first, {"ticket": 41})
+    again = fleet.store.claim("alert-1", "researcher")
+    assert again.result == {"ticket": 41}
+
+
+def test_an_expired_lease_is_reclaimed(backend, topology):
+    fleet = Fleet(backend, topology)
+    dead = fleet.store.claim("alert-2", "researcher")
+    backend.clock.sleep(fleet.store.lease_seconds + 1)
+    taken = fleet.store.claim("alert-2", "researcher")
+    assert taken.reclaimed_from == dead.owner
+    from fleetlab.errors import LeaseLost
+
+    with pytest.raises(LeaseLost):
+        fleet.store.complete(dead, "late")
+
+
+def test_partial_batch_response_deletes_only_the_successes(backend, topology):
+    queue = topology.queue("coder")
+    sqs = backend.client("sqs")
+    for n in range(4):
+        sqs.send_message(QueueUrl=queue.url, MessageBody=json.dumps(step(n, "coder").detail()))
+
+    def handler(event, context):
+        bad = [r["messageId"] for r in event["Records"] if json.loads(r["body"])["trace_id"] == "alert-2"]
+        return {"batchItemFailures": [{"itemIdentifier": i} for i in bad]}
+
+    poller = BatchPoller(backend, queue.url, queue.arn, handler, batch_size=10)
+    outcome = poller.poll_once()
+    assert (outcome.received, outcome.deleted, len(outcome.failed_ids)) == (4, 3, 1)
+    backend.clock.sleep(queue.visibility_timeout + 1)
+    left = sqs.receive_message(QueueUrl=queue.url, MaxNumberOfMessages=10)["Messages"]
+    assert [json.loads(m["Body"])["trace_id"] for m in left] == ["alert-2"]
+
+
+def test_an_unknown_item_identifier_fails_the_whole_batch(backend, topology):
+    queue = topology.queue("coder")
+    sqs = backend.client("sqs")
+    for n in range(3):
+        sqs.send_message(QueueUrl=queue.url, MessageBody=json.dumps(step(n, "coder").detail()))
+    poller = BatchPoller(
+        backend, queue.url, queue.arn, lambda event, ctx: {"batchItemFailures": [{"itemIdentifier": "nope"}]}
+    )
+    outcome = poller.poll_once()
+    assert outcome.deleted == 0 and "whole batch" in outcome.error
+
+
+def test_the_orchestrator_round_trip_succeeds_through_the_bus(backend, topology):
+    fleet = Fleet(backend, topology, model=quick_model(backend))
+    fleet.orchestrate(step(5, payload={"question": "q"}))
+    fleet.run()
+    assert fleet.finish_executions() == {"alert-5": "SUCCEEDED"}
+    hops = [h.name for h in fleet.tracer.timeline("alert-5")]
+    assert hops[0] == "execution_started" and hops[-1] == "execution_succeeded"
+    assert {"received", "claimed", "effect", "callback", "deleted"} <= set(hops)
+
+
+def test_large_payloads_travel_by_claim_check(backend, topology):
+    fleet = Fleet(backend, topology, model=quick_model(backend))
+    big = {"document": "x" * 300_000}
+    fleet.submit(step(6, payload=big))
+    message = backend.client("sqs").receive_message(QueueUrl=topology.queue("researcher").url)["Messages"][0]
+    detail = json.loads(message["Body"])["detail"]
+    assert "payload" not in detail and detail["payload_ref"]["bytes"] > 300_000
+    assert fleet.claimcheck.fetch(Envelope.from_detail(detail)) == big

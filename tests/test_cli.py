@@ -1,0 +1,41 @@
+import os
+import subprocess
+import sys
+
+import pytest
+
+from fleetlab.cli import main
+
+
+@pytest.mark.parametrize("backend", ["moto", "moto-server"])
+def test_demo_runs_the_whole_pipeline(backend, capsys):
+    code = main(["demo", "--backend", backend, "--events", "4", "--orchestrated", "1", "--crash"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "5 steps: 5 effects, 0 duplicated, 0 lost, 0 unsettled" in out
+    assert "execution_succeeded" in out
+    assert "crashed" in out  # the injected crash shows in its trace
+
+
+def test_real_aws_is_refused_without_the_opt_in():
+    env = {k: v for k, v in os.environ.items() if k != "FLEETLAB_ALLOW_REAL_AWS"}
+    env["FLEETLAB_BACKEND"] = "aws"
+    done = subprocess.run(
+        [sys.executable, "-m", "fleetlab.cli", "demo"], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 2
+    assert "FLEETLAB_ALLOW_REAL_AWS=1" in done.stdout
+
+
+def test_an_unknown_backend_is_named(monkeypatch, capsys):
+    monkeypatch.setenv("FLEETLAB_BACKEND", "mtoo")
+    assert main(["demo"]) == 2
+    out = capsys.readouterr().out
+    assert "'mtoo'" in out and "moto-server" in out
+
+
+def test_a_bad_flag_names_the_flag(capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["demo", "--events", "-3"])
+    assert exited.value.code == 2
+    assert "--events: must not be negative" in capsys.readouterr().err
