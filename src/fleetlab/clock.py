@@ -7,7 +7,11 @@ frozen), so long polls and background threads keep working. ``RealClock`` is
 plain wall time, for emulators in other processes and for real AWS.
 
 Both support ``every(interval, fn)``: a periodic callback (a heartbeat) that
-fires while the caller sleeps on this clock.
+fires while the caller sleeps on this clock, and ``run_together(*tasks)``:
+tasks that run concurrently (several workers on one queue). On the virtual
+clock they are *actors*: exactly one runs at a time, and time jumps to the
+earliest wake-up once all of them sleep, so a two-worker race over a
+15-minute visibility window is replayed exactly, every run, in milliseconds.
 """
 
 from __future__ import annotations
@@ -18,11 +22,12 @@ import itertools
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Protocol
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import time_machine
 
-from .errors import ConfigError
+from .errors import ConfigError, FleetlabError
 
 
 class Clock(Protocol):
@@ -38,6 +43,9 @@ class Clock(Protocol):
 
     def every(self, interval: float, fn: Callable[[], None]) -> contextlib.AbstractContextManager[None]:
         """Call ``fn`` every ``interval`` seconds of this clock while the block runs."""
+
+    def run_together(self, *tasks: Callable[[], Any], timeout: float = 300.0) -> list[Any]:
+        """Run ``tasks`` concurrently; return their results in order, or raise the first error."""
 
     def close(self) -> None:
         """Release the clock (a virtual clock stops moving the process's time)."""
@@ -74,11 +82,52 @@ class RealClock:
             stop.set()
             thread.join()
 
+    def run_together(self, *tasks: Callable[[], Any], timeout: float = 300.0) -> list[Any]:
+        """Run ``tasks`` on real threads; wall time decides the interleaving."""
+        results: list[Any] = [None] * len(tasks)
+        errors: list[BaseException] = []
+
+        def run(index: int, task: Callable[[], Any]) -> None:
+            try:
+                results[index] = task()
+            except BaseException as exc:  # handed to the caller below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=run, args=(i, t), daemon=True) for i, t in enumerate(tasks)]
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + timeout
+        for thread in threads:
+            thread.join(max(deadline - time.monotonic(), 0))
+        if any(thread.is_alive() for thread in threads):
+            raise FleetlabError(f"run_together: tasks still running after {timeout} s")
+        if errors:
+            raise errors[0]
+        return results
+
     def close(self) -> None:
         return None
 
 
 _active_virtual: list[VirtualClock] = []
+
+
+@dataclass(order=True)
+class _Timer:
+    when: float
+    order: int
+    interval: float = field(compare=False)
+    fn: Callable[[], None] = field(compare=False)
+
+
+@dataclass
+class _Actor:
+    index: int
+    wake: float = float("-inf")
+    running: bool = False
+    done: bool = False
+    result: Any = None
+    error: BaseException | None = None
 
 
 class VirtualClock:
@@ -98,49 +147,126 @@ class VirtualClock:
             )
         self._traveller = time_machine.travel(start if start is not None else time.time(), tick=True)
         self._coordinates = self._traveller.start()
-        self._timers: list[tuple[float, int, float, Callable[[], None]]] = []
+        self._timers: dict[int, list[_Timer]] = {}
         self._order = itertools.count()
-        self._lock = threading.RLock()
+        self._turn = threading.Condition()
+        self._actors: dict[int, _Actor] = {}
+        self._group: list[_Actor] = []
         _active_virtual.append(self)
 
     def now(self) -> float:
         return time.time()
 
     def sleep(self, seconds: float) -> None:
-        """Jump ``seconds`` ahead, stopping at each due ``every`` callback in order."""
+        """Let ``seconds`` pass, firing this thread's due ``every`` callbacks in order.
+
+        Outside ``run_together`` the clock simply jumps. Inside, the calling
+        actor waits while the others run, and time jumps only when all wait.
+        """
         target = self.now() + max(seconds, 0.0)
         while True:
-            with self._lock:
-                due = self._timers[0] if self._timers and self._timers[0][0] <= target else None
-                if due is not None:
-                    heapq.heappop(self._timers)
-            if due is None:
+            timer = self._next_timer(before=target)
+            if timer is None:
                 break
-            when, order, interval, fn = due
-            self._jump_to(when)
-            with self._lock:
-                heapq.heappush(self._timers, (when + interval, order, interval, fn))
-            fn()
-        self._jump_to(target)
+            self._pass_until(timer.when)
+            timer.fn()
+        self._pass_until(target)
 
     @contextlib.contextmanager
     def every(self, interval: float, fn: Callable[[], None]) -> Iterator[None]:
         if interval <= 0:
             raise ConfigError(f"interval must be positive, got {interval}")
-        order = next(self._order)
-        with self._lock:
-            heapq.heappush(self._timers, (self.now() + interval, order, interval, fn))
+        timer = _Timer(self.now() + interval, next(self._order), interval, fn)
+        timers = self._timers.setdefault(threading.get_ident(), [])
+        heapq.heappush(timers, timer)
         try:
             yield
         finally:
-            with self._lock:
-                self._timers = [t for t in self._timers if t[1] != order]
-                heapq.heapify(self._timers)
+            timers.remove(timer)
+            heapq.heapify(timers)
+
+    def run_together(self, *tasks: Callable[[], Any], timeout: float = 300.0) -> list[Any]:
+        """Run ``tasks`` as actors on virtual time; results in order, or the first error.
+
+        One actor runs at a time, in index order at each instant; an actor
+        gives way only when it sleeps on this clock or finishes. Raises
+        FleetlabError if the group has not finished after ``timeout`` real
+        seconds (an actor blocked on something other than this clock).
+        """
+        if self._group:
+            raise ConfigError("run_together cannot be nested; run every actor in one call")
+        self._group = [_Actor(index) for index in range(len(tasks))]
+        threads = [
+            threading.Thread(target=self._act, args=(actor, task), name=f"actor-{actor.index}", daemon=True)
+            for actor, task in zip(self._group, tasks)
+        ]
+        try:
+            with self._turn:
+                for thread in threads:
+                    thread.start()
+                self._give_turn()
+                finished = self._turn.wait_for(lambda: all(a.done for a in self._group), timeout)
+            if not finished:
+                raise FleetlabError(f"run_together: actors still running after {timeout} s of real time")
+            for thread in threads:
+                thread.join()
+            failed = next((a for a in self._group if a.error is not None), None)
+            if failed is not None:
+                raise failed.error
+            return [actor.result for actor in self._group]
+        finally:
+            self._group = []
 
     def close(self) -> None:
         if self in _active_virtual:
             self._traveller.stop()
             _active_virtual.remove(self)
+
+    def _act(self, actor: _Actor, task: Callable[[], Any]) -> None:
+        ident = threading.get_ident()
+        with self._turn:
+            self._actors[ident] = actor
+            self._turn.wait_for(lambda: actor.running)
+        try:
+            actor.result = task()
+        except BaseException as exc:  # kept for run_together to raise
+            actor.error = exc
+        finally:
+            with self._turn:
+                actor.done = True
+                actor.running = False
+                del self._actors[ident]
+                self._give_turn()
+
+    def _pass_until(self, when: float) -> None:
+        actor = self._actors.get(threading.get_ident())
+        if actor is None:
+            self._jump_to(when)
+            return
+        with self._turn:
+            actor.wake = when
+            actor.running = False
+            self._give_turn()
+            self._turn.wait_for(lambda: actor.running)
+
+    def _give_turn(self) -> None:
+        """Wake the actor due first (ties: lowest index), jumping time to its wake-up."""
+        waiting = [a for a in self._group if not a.done]
+        if waiting:
+            chosen = min(waiting, key=lambda a: (a.wake, a.index))
+            self._jump_to(chosen.wake)
+            chosen.running = True
+        self._turn.notify_all()
+
+    def _next_timer(self, *, before: float) -> _Timer | None:
+        timers = self._timers.get(threading.get_ident())
+        if not timers or timers[0].when > before:
+            return None
+        timer = heapq.heappop(timers)
+        due = _Timer(timer.when, timer.order, timer.interval, timer.fn)
+        timer.when += timer.interval
+        heapq.heappush(timers, timer)
+        return due
 
     def _jump_to(self, when: float) -> None:
         ahead = when - self.now()

@@ -132,6 +132,22 @@ class QueueWorker:
         """Receive up to ``max_messages`` and handle each in turn."""
         return [self.handle(message) for message in self.receive(max_messages)]
 
+    def run_for(self, seconds: float, *, poll_interval: float = 20.0, max_messages: int = 1) -> list[HandleOutcome]:
+        """Keep polling for ``seconds`` of the backend's clock; wait ``poll_interval`` after an empty poll.
+
+        Meant as one actor of ``clock.run_together``: several workers on one
+        queue, interleaved exactly on the virtual clock.
+        """
+        clock = self.backend.clock
+        until = clock.now() + seconds
+        outcomes: list[HandleOutcome] = []
+        while clock.now() < until:
+            found = self.poll_once(max_messages)
+            outcomes += found
+            if not found:
+                clock.sleep(min(poll_interval, max(until - clock.now(), 0.0)))
+        return outcomes
+
     def receive(self, max_messages: int = 1) -> list[dict[str, Any]]:
         """One ReceiveMessage call (under the backend's receive lock)."""
         with self.backend.receive_lock(self.queue_url):

@@ -185,3 +185,22 @@ def test_large_payloads_travel_by_claim_check(backend, topology):
     detail = json.loads(message["Body"])["detail"]
     assert "payload" not in detail and detail["payload_ref"]["bytes"] > 300_000
     assert fleet.claimcheck.fetch(Envelope.from_detail(detail)) == big
+
+
+def test_a_step_slower_than_the_visibility_timeout_runs_twice(backend, topology):
+    """Two healthy workers, one step that outlives its visibility timeout: two effects."""
+    queue = topology.queue("researcher")
+    ledger = EffectsLedger()
+
+    def slow_step(delivery):
+        backend.clock.sleep(queue.visibility_timeout * 1.3)
+        delivery.record_effect(kind="ticket")
+
+    workers = [QueueWorker(backend, queue.url, slow_step, name=f"w{i}", ledger=ledger) for i in (1, 2)]
+    Fleet(backend, topology).submit(step(4))
+    horizon = queue.visibility_timeout * 3
+    interval = queue.visibility_timeout / 30
+    outcomes = backend.clock.run_together(*(lambda w=w: w.run_for(horizon, poll_interval=interval) for w in workers))
+    assert ledger.count("alert-4") == 2
+    assert sorted(o.receive_count for batch in outcomes for o in batch) == [1, 2]
+    assert {e.actor for e in ledger.effects("alert-4")} == {"w1", "w2"}

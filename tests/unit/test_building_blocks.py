@@ -142,3 +142,47 @@ def test_asl_errors_name_the_field(definition, field):
     with pytest.raises(AslError) as raised:
         validate_asl(definition)
     assert raised.value.field == field
+
+
+def test_actors_interleave_on_virtual_time(clock):
+    log = []
+
+    def actor(name, naps):
+        for nap in naps:
+            log.append((name, round(clock.now() - start)))
+            clock.sleep(nap)
+        return name
+
+    start = clock.now()
+    results = clock.run_together(lambda: actor("a", [100, 100]), lambda: actor("b", [50, 200]))
+    assert results == ["a", "b"]
+    assert log == [("a", 0), ("b", 0), ("b", 50), ("a", 100)]
+    assert 250 <= clock.now() - start < 252  # overlapping naps, not their sum
+
+
+def test_an_actor_error_reaches_the_caller_after_the_others_finish(clock):
+    finished = []
+
+    def fails():
+        clock.sleep(10)
+        raise ValueError("step exploded")
+
+    def keeps_going():
+        clock.sleep(30)
+        finished.append(True)
+
+    with pytest.raises(ValueError, match="step exploded"):
+        clock.run_together(fails, keeps_going)
+    assert finished == [True]
+
+
+def test_heartbeats_fire_inside_actors(clock):
+    beats = []
+    start = clock.now()
+
+    def worker():
+        with clock.every(300, lambda: beats.append(round(clock.now() - start))):
+            clock.sleep(1000)
+
+    clock.run_together(worker, lambda: clock.sleep(450))
+    assert beats == [300, 600, 900]
