@@ -1,4 +1,4 @@
-"""Fault injection: named crash points and seeded fault plans.
+"""Fault injection: named crash points, seeded fault plans, network latency.
 
 A worker asks its plan at each crash point whether to die there. A crash is
 a ``WorkerCrashed`` exception: the worker drops the message without deleting
@@ -15,7 +15,9 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any
 
+from .clock import Clock
 from .errors import InvalidInput, WorkerCrashed
 
 
@@ -73,3 +75,28 @@ class FaultPlan:
 def _unit_draw(seed: int, point: CrashPoint, trace_id: str, receive_count: int) -> float:
     digest = hashlib.sha256(f"{seed}|{point.value}|{trace_id}|{receive_count}".encode()).digest()
     return int.from_bytes(digest[:8], "big") / 2**64
+
+
+class Latency:
+    """A boto3 client whose every call first spends ``seconds`` on ``clock``.
+
+    On the virtual clock this is what lets two actors interleave between a
+    read and a write, exactly as two workers do across a real network: the
+    race a check-then-put leaves open becomes visible, every run.
+    """
+
+    def __init__(self, client: Any, clock: Clock, seconds: float = 0.02) -> None:
+        self._client = client
+        self._clock = clock
+        self._seconds = seconds
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._client, name)
+        if not callable(attribute) or name.startswith("_") or name in ("meta", "exceptions"):
+            return attribute
+
+        def delayed(*args: Any, **kwargs: Any) -> Any:
+            self._clock.sleep(self._seconds)
+            return attribute(*args, **kwargs)
+
+        return delayed

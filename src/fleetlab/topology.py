@@ -18,10 +18,11 @@ someone else already deleted.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -177,14 +178,55 @@ def provision(backend: Backend, spec: TopologySpec | None = None, *, prefix: str
     return topology
 
 
+@contextlib.contextmanager
+def experiment_queue(
+    backend: Backend, prefix: str, *, visibility_timeout: int, max_receive_count: int = 0
+) -> Iterator[WorkQueue]:
+    """A throwaway work queue (with a DLQ when ``max_receive_count`` > 0), deleted afterwards.
+
+    For one experiment or one graded case: fresh, isolated, and gone when the block ends.
+    """
+    made = Topology(backend=backend, prefix=prefix, spec=TopologySpec(orchestrator=False))
+    try:
+        attributes = {"VisibilityTimeout": str(visibility_timeout)}
+        dlq_url = dlq_arn = ""
+        if max_receive_count:
+            dlq_url, dlq_arn = _create_queue(made, f"{prefix}exp-dlq", {})
+            attributes["RedrivePolicy"] = json.dumps(
+                {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": max_receive_count}
+            )
+        url, arn = _create_queue(made, f"{prefix}exp", attributes)
+        yield WorkQueue("experiment", url, arn, dlq_url, dlq_arn, visibility_timeout, max_receive_count)
+    finally:
+        made.teardown()
+
+
+@contextlib.contextmanager
+def experiment_table(backend: Backend, prefix: str) -> Iterator[str]:
+    """A throwaway idempotency table (pk, sk; TTL on ``expires_at``), deleted afterwards."""
+    made = Topology(backend=backend, prefix=prefix, spec=TopologySpec(orchestrator=False))
+    try:
+        _make_table(made, f"{prefix}exp-idempotency")
+        yield made.table_name
+    finally:
+        made.teardown()
+
+
 def _record(topology: Topology, kind: str, name: str, undo: Callable[[], None]) -> None:
     topology._undo.append((f"{kind}:{name}", undo))
 
 
 def _make_state_plane(topology: Topology) -> None:
-    ddb = topology.backend.client("dynamodb")
+    _make_table(topology, f"{topology.prefix}idempotency")
     s3 = topology.backend.client("s3")
-    table = f"{topology.prefix}idempotency"
+    bucket = f"{topology.prefix}claimcheck"
+    s3.create_bucket(Bucket=bucket, **_bucket_location(topology.backend.region))
+    _record(topology, "bucket", bucket, lambda: _empty_and_delete_bucket(s3, bucket))
+    topology.bucket = bucket
+
+
+def _make_table(topology: Topology, table: str) -> None:
+    ddb = topology.backend.client("dynamodb")
     ddb.create_table(
         TableName=table,
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
@@ -197,11 +239,6 @@ def _make_state_plane(topology: Topology) -> None:
         TableName=table, TimeToLiveSpecification={"Enabled": True, "AttributeName": "expires_at"}
     )
     topology.table_name = table
-
-    bucket = f"{topology.prefix}claimcheck"
-    s3.create_bucket(Bucket=bucket, **_bucket_location(topology.backend.region))
-    _record(topology, "bucket", bucket, lambda: _empty_and_delete_bucket(s3, bucket))
-    topology.bucket = bucket
 
 
 def _make_bus(topology: Topology) -> None:

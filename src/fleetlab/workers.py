@@ -132,16 +132,24 @@ class QueueWorker:
         """Receive up to ``max_messages`` and handle each in turn."""
         return [self.handle(message) for message in self.receive(max_messages)]
 
-    def run_for(self, seconds: float, *, poll_interval: float = 20.0, max_messages: int = 1) -> list[HandleOutcome]:
-        """Keep polling for ``seconds`` of the backend's clock; wait ``poll_interval`` after an empty poll.
+    def run_for(
+        self,
+        seconds: float,
+        *,
+        poll_interval: float = 20.0,
+        max_messages: int = 1,
+        stop_when: Callable[[], bool] | None = None,
+    ) -> list[HandleOutcome]:
+        """Keep polling for ``seconds`` of the backend's clock, or until ``stop_when()`` is true.
 
-        Meant as one actor of ``clock.run_together``: several workers on one
-        queue, interleaved exactly on the virtual clock.
+        After an empty poll the worker waits ``poll_interval``. Meant as one
+        actor of ``clock.run_together``: several workers on one queue,
+        interleaved exactly on the virtual clock.
         """
         clock = self.backend.clock
         until = clock.now() + seconds
         outcomes: list[HandleOutcome] = []
-        while clock.now() < until:
+        while clock.now() < until and not (stop_when and stop_when()):
             found = self.poll_once(max_messages)
             outcomes += found
             if not found:
