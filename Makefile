@@ -30,8 +30,15 @@ lab: venv
 	FLEETLAB_BACKEND=moto $(BIN)/jupyter lab --notebook-dir=labs --ip=127.0.0.1 \
 	  --port=$(LAB_PORT) $(ROOT_FLAG) $(LAB_FLAGS)
 
+NBVAL_HOME := $(CURDIR)/.fleetlab/nbval
+
 test: venv
 	$(BIN)/python -m pytest
+	$(BIN)/fleetlab assign --check
+	FLEETLAB_HOME=$(NBVAL_HOME) FLEETLAB_EXPECT_CHECKS=pass $(BIN)/python -m pytest -p no:cacheprovider \
+	  --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg labs/solutions
+	FLEETLAB_HOME=$(NBVAL_HOME) FLEETLAB_EXPECT_CHECKS=not-yet $(BIN)/python -m pytest -p no:cacheprovider \
+	  --nbval-lax labs --ignore=labs/solutions
 
 e2e: venv
 	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)

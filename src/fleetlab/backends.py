@@ -192,25 +192,34 @@ def _open_moto_server() -> Backend:
     return backend
 
 
+# Services a LocalStack set-up may serve from another endpoint (the host-mode
+# tool serves DynamoDB, and S3, from moto on :4567), and the variable naming it.
+SERVED_APART = {"dynamodb": "FLEETLAB_DYNAMODB_ENDPOINT", "s3": "FLEETLAB_S3_ENDPOINT"}
+
+
 def _open_localstack() -> Backend:
     from localstack_client.session import Session as LocalstackSession
 
     endpoint = os.environ.get("LOCALSTACK_ENDPOINT", "http://localhost:4566").rstrip("/")
-    dynamodb_endpoint = os.environ.get("FLEETLAB_DYNAMODB_ENDPOINT", "").rstrip("/") or None
     _require_reachable(
         f"{endpoint}/_localstack/health",
         "LocalStack",
         "start it with ../shared/tools/localstack-host/start.sh (no Docker) or `docker compose up localstack`",
     )
-    if dynamodb_endpoint:
-        _require_reachable(dynamodb_endpoint, "the DynamoDB endpoint", "check FLEETLAB_DYNAMODB_ENDPOINT")
+    apart = {
+        service: os.environ[variable].rstrip("/")
+        for service, variable in SERVED_APART.items()
+        if os.environ.get(variable, "").strip()
+    }
+    for service, url in apart.items():
+        _require_reachable(url, f"the {service} endpoint", f"check {SERVED_APART[service]}")
     host = endpoint.split("://", 1)[-1]
     session = LocalstackSession(localstack_host=host, region_name=DEFAULT_REGION)
     plain = boto3.Session(region_name=DEFAULT_REGION, **_FAKE_CREDENTIALS)
 
     def make_client(service: str) -> Any:
-        if service == "dynamodb" and dynamodb_endpoint:
-            return plain.client(service, endpoint_url=dynamodb_endpoint, config=_retry_config())
+        if service in apart:
+            return plain.client(service, endpoint_url=apart[service], config=_retry_config())
         return session.client(service, config=_retry_config())
 
     return Backend(
@@ -221,7 +230,7 @@ def _open_localstack() -> Backend:
         make_client=make_client,
         details={
             "emulator": f"LocalStack at {endpoint}",
-            "dynamodb": dynamodb_endpoint or endpoint,
+            **{f"{service} endpoint": url for service, url in apart.items()},
             "version": _localstack_version(endpoint),
         },
     )

@@ -16,10 +16,12 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
+from . import bench
 from .backends import BACKEND_NAMES, open_backend
 from .envelope import Envelope
 from .errors import FleetlabError
 from .faults import Crash, CrashPoint, FaultPlan
+from .grading.commands import add_commands as add_grading_commands
 from .model import FakeModel
 from .pipeline import Fleet
 from .topology import new_prefix, provision
@@ -56,6 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--seed", type=int, default=7, help="seed of the fake model (default 7)")
     demo.add_argument("--crash", action="store_true", help="crash one worker after its effect, before the delete")
     demo.set_defaults(run=run_demo)
+
+    add_grading_commands(commands)
+    bench.add_command(commands)
     return parser
 
 

@@ -12,11 +12,12 @@ import json
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
-from typing import Any
-
-import jsonschema
+from typing import TYPE_CHECKING, Any
 
 from .errors import EnvelopeError
+
+if TYPE_CHECKING:
+    import jsonschema
 
 SCHEMA_VERSION = 1
 REQUESTED = f"agent.step.requested.v{SCHEMA_VERSION}"
@@ -97,10 +98,16 @@ def envelope_schema() -> dict[str, Any]:
     return json.loads(text)
 
 
+@cache
+def _validator() -> jsonschema.Draft202012Validator:
+    import jsonschema  # imported on first use: with its format extras it takes ~2 s to import
+
+    return jsonschema.Draft202012Validator(envelope_schema())
+
+
 def validate_detail(detail: Any, *, hint: str = "") -> None:
     """Raise EnvelopeError for the first schema violation, naming the field path."""
-    validator = jsonschema.Draft202012Validator(envelope_schema())
-    errors = sorted(validator.iter_errors(detail), key=lambda e: (len(e.path), list(e.path)))
+    errors = sorted(_validator().iter_errors(detail), key=lambda e: (len(e.path), list(e.path)))
     if not errors:
         return
     error = errors[0]

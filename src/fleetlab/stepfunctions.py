@@ -23,7 +23,11 @@ from .errors import AslError, FleetlabError
 DISPATCH_STATE = "DispatchStep"
 STATE_TYPES = {"Task", "Pass", "Choice", "Wait", "Succeed", "Fail", "Parallel", "Map"}
 TERMINAL_TYPES = {"Choice", "Succeed", "Fail"}
-EMULATOR_ROLE_ARN = "arn:aws:iam::123456789012:role/fleetlab-orchestrator"
+
+
+def emulator_role_arn(account_id: str) -> str:
+    """An execution role ARN for emulators, which accept any role but act in the role's account."""
+    return f"arn:aws:iam::{account_id}:role/fleetlab-orchestrator"
 
 
 def orchestrator_definition(*, bus_name: str, timeout_seconds: int, heartbeat_seconds: int) -> dict[str, Any]:

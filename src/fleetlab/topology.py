@@ -342,9 +342,9 @@ def _make_orchestrator(topology: Topology) -> None:
 
 
 def _orchestrator_role(topology: Topology) -> str:
-    """An execution role that may put events on the bus; emulators accept any ARN."""
+    """An execution role that may put events on the bus; emulators accept any role of the account."""
     if topology.backend.is_emulated:
-        return stepfunctions.EMULATOR_ROLE_ARN
+        return stepfunctions.emulator_role_arn(topology.backend.account_id)
     iam = topology.backend.client("iam")
     name = f"{topology.prefix}orchestrator"
     trust = {

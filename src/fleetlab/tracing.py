@@ -68,8 +68,8 @@ class Tracer:
         ]
 
     def table(self, trace_id: str) -> Table:
-        """The trace's hops as a table: seconds since the first hop (0.1 s), hop and component."""
+        """The trace's hops as a table: time since the first hop (0.1 s), hop and component."""
         hops = self.timeline(trace_id)
         start = hops[0].at if hops else 0.0
-        rows = [{"t+s": f"{h.at - start:.1f}", "hop": h.name, "component": h.component} for h in hops]
+        rows = [{"after": f"{h.at - start:.1f} s", "hop": h.name, "component": h.component} for h in hops]
         return Table(rows, title=f"trace {trace_id}")

@@ -1,0 +1,79 @@
+"""The gradebook: a CSV with one row per notebook, and a summary table for the terminal.
+
+Columns: ``notebook``, one per check (points earned), ``total``, ``error``.
+Scores only: no case names, inputs or diagnoses ever reach the gradebook.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.table import Table
+
+from .display import format_points
+from .grade import GradeRow
+
+
+def check_columns(rows: Sequence[GradeRow]) -> list[str]:
+    """Every check any notebook knows of, sorted."""
+    return sorted({check_id for row in rows for check_id in row.max_points})
+
+
+def max_points(rows: Sequence[GradeRow]) -> dict[str, float | None]:
+    """Each check's points as the notebooks reported them (None when no notebook ran it)."""
+    best: dict[str, float | None] = dict.fromkeys(check_columns(rows))
+    for row in rows:
+        for check_id, points in row.max_points.items():
+            if points is not None:
+                best[check_id] = points
+    return best
+
+
+def write_csv(rows: Sequence[GradeRow], path: Path) -> None:
+    """Write the gradebook to ``path`` atomically (a reader never sees half a file)."""
+    checks = check_columns(rows)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".grades-", suffix=".csv")
+    try:
+        with os.fdopen(handle, "w", newline="", encoding="utf-8") as file:
+            writer = csv.writer(file)
+            writer.writerow(["notebook", *checks, "total", "error"])
+            for row in rows:
+                points = [format_points(row.scores.get(check_id, 0)) for check_id in checks]
+                writer.writerow([row.notebook, *points, format_points(row.total), row.error])
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+
+
+def summary_table(rows: Sequence[GradeRow]) -> Table:
+    """A rich table of the gradebook, with each check's maximum in its header."""
+    table = Table(title="fleetlab gradebook", title_justify="left")
+    table.add_column("notebook", overflow="fold")
+    maxima = max_points(rows)
+    for check_id, most in maxima.items():
+        header = check_id if most is None else f"{check_id}\n/{format_points(most)}"
+        table.add_column(header, justify="right")
+    possible = sum(points for points in maxima.values() if points is not None)
+    table.add_column(f"total\n/{format_points(possible)}", justify="right")
+    table.add_column("error", style="red", overflow="fold")
+    names = short_names([row.notebook for row in rows])
+    for name, row in zip(names, rows, strict=True):
+        points = [format_points(row.scores.get(check_id, 0)) for check_id in maxima]
+        table.add_row(name, *points, format_points(row.total), row.error)
+    return table
+
+
+def short_names(notebooks: Sequence[str]) -> list[str]:
+    """The notebook paths without the folder they all share."""
+    parents = [os.path.dirname(notebook) for notebook in notebooks]
+    try:
+        shared = os.path.commonpath(parents) if parents and all(parents) else ""
+    except ValueError:  # absolute and relative paths mixed: nothing is shared
+        shared = ""
+    return [os.path.relpath(notebook, shared) if shared else notebook for notebook in notebooks]

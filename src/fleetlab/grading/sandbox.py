@@ -1,0 +1,40 @@
+"""The environment a submission's kernel runs in: no credentials, a throwaway home.
+
+The kernel gets an allowlist of the grader's variables (enough to find
+Python and fleetlab), never an ``AWS_*`` one, never the opt-in to real AWS.
+The SDK's credential sources are pointed away: the shared files at a path
+that does not exist, instance metadata disabled, ``HOME`` a fresh directory.
+``FLEETLAB_BACKEND`` is ``moto``. Learner code still runs as the grader's
+user: for hostile submissions, run the grader in a container or VM.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+PASSED_THROUGH = re.compile(
+    r"^(PATH|LANG|LANGUAGE|LC_[A-Z]+|TZ|TMPDIR|TEMP|TMP|PYTHONPATH|VIRTUAL_ENV|CONDA_PREFIX"
+    r"|LD_LIBRARY_PATH|SYSTEMROOT|FLEETLAB_[A-Z0-9_]+)$"
+)
+NEVER_PASSED = frozenset({"FLEETLAB_ALLOW_REAL_AWS", "FLEETLAB_BACKEND", "FLEETLAB_HOME", "FLEETLAB_EXPECT_CHECKS"})
+NOWHERE = "nonexistent-credentials"
+
+
+def kernel_env(grader_env: Mapping[str, str], home: Path, mpl_cache: Path) -> dict[str, str]:
+    """The environment for one submission's kernel, whose home and cwd is ``home``.
+
+    ``mpl_cache`` is shared by the batch so matplotlib builds its font cache once.
+    """
+    env = {name: value for name, value in grader_env.items() if PASSED_THROUGH.match(name) and name not in NEVER_PASSED}
+    env.update(
+        HOME=str(home),
+        FLEETLAB_HOME=str(home / ".fleetlab"),
+        FLEETLAB_BACKEND="moto",
+        MPLCONFIGDIR=str(mpl_cache),
+        AWS_SHARED_CREDENTIALS_FILE=str(home / NOWHERE / "credentials"),
+        AWS_CONFIG_FILE=str(home / NOWHERE / "config"),
+        AWS_EC2_METADATA_DISABLED="true",
+    )
+    return env

@@ -1,0 +1,67 @@
+import pytest
+
+from fleetlab.grading import display
+from fleetlab.grading.results import CaseResult, CheckResult
+
+
+def result(status="fail", diagnosis="alert-7 filed 2 tickets: the redelivery at receive 2 ran the effect again"):
+    cases = [
+        CaseResult("redelivered", status, diagnosis),
+        CaseResult("secret hidden case", "fail", "hidden input 12345", hidden=True),
+    ]
+    return CheckResult("99.dedupe", "File one ticket per alert", status, 0, 3, diagnosis, cases)
+
+
+def test_text_names_the_check_status_points_and_diagnosis():
+    text = display.as_text(result())
+    assert text.splitlines()[0] == "✗ 99.dedupe File one ticket per alert: fail, 0/3 points"
+    assert "alert-7 filed 2 tickets: the redelivery at receive 2 ran the effect again" in text
+    assert "cases: ✗ redelivered" in text
+
+
+def test_hidden_cases_are_never_shown():
+    bundle = display.mimebundle(result())
+    for rendering in bundle.values():
+        assert "secret hidden case" not in rendering and "12345" not in rendering
+
+
+def test_html_escapes_what_the_learner_wrote():
+    html = display.as_html(result(diagnosis="returned '<script>alert(1)</script>'"))
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    assert 'data-status="fail"' in html
+
+
+def test_points_are_written_plainly():
+    assert [display.format_points(p) for p in (1, 2.0, 1.5)] == ["1", "2", "1.5"]
+    assert "1/1 point" in display.as_text(CheckResult("00.planes", "t", "pass", 1, 1, "all 4 cases pass"))
+
+
+class FakeShell:
+    execution_count = 1
+
+
+@pytest.fixture
+def shell(monkeypatch):
+    shown = []
+    fake = FakeShell()
+    monkeypatch.setattr(display, "_ipython", lambda: fake)
+    monkeypatch.setattr("IPython.display.display", lambda bundle, raw: shown.append(bundle))
+    return fake, shown
+
+
+def test_a_result_shows_once_per_cell_even_when_it_is_also_the_cells_value(shell):
+    fake, shown = shell
+    checked = result()
+    display.show(checked)  # check() displays it
+    checked._ipython_display_()  # IPython's display hook on the returned value
+    assert len(shown) == 1
+    fake.execution_count = 2
+    checked._ipython_display_()  # evaluated again in a later cell: shown again
+    assert len(shown) == 2
+    assert set(shown[0]) == {"text/plain", "text/html"}
+
+
+def test_outside_ipython_the_text_is_printed(monkeypatch, capsys):
+    monkeypatch.setattr(display, "_ipython", lambda: None)
+    display.show(result())
+    assert capsys.readouterr().out.startswith("✗ 99.dedupe")

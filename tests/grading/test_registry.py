@@ -1,0 +1,48 @@
+import pytest
+
+from fleetlab.errors import InvalidInput
+from fleetlab.grading import Case, CaseOutcome, get_check, register, registry
+
+
+def test_a_check_of_a_shipped_lab_is_found_by_importing_its_module():
+    check = get_check("00.planes")
+    assert check.lab == "00"
+    assert check.points == 1
+    assert check.public and check.hidden and check.wrong_answers
+    assert "00" in registry.known_labs()
+
+
+@pytest.mark.parametrize("bad", ["planes", "0.planes", "00.Planes", "00.", 7])
+def test_a_malformed_id_is_refused_with_the_expected_shape(bad):
+    with pytest.raises(InvalidInput) as raised:
+        get_check(bad)
+    assert raised.value.field == "check_id"
+    assert '"01.visibility"' in str(raised.value)
+
+
+def test_an_unknown_id_names_the_checks_its_lab_has():
+    with pytest.raises(InvalidInput) as raised:
+        get_check("00.plains")
+    assert "00.planes" in str(raised.value)
+
+
+def test_a_check_needs_a_public_case():
+    with pytest.raises(InvalidInput) as raised:
+        register("98.empty", title="no cases", public=[])
+    assert raised.value.field == "public"
+
+
+def test_registering_an_id_again_replaces_the_check_and_keeps_the_harness_callable():
+    def first(answer, case, ctx):
+        return CaseOutcome(True)
+
+    def second(answer, case, ctx):
+        return CaseOutcome(False, "replaced")
+
+    assert register("96.twice", title="one", public=[Case("a")])(first) is first
+    register("96.twice", title="two", public=[Case("a")], hidden=[Case("b")])(second)
+    check = get_check("96.twice")
+    assert check.title == "two"
+    assert [(case.name, hidden) for case, hidden in check.cases(include_hidden=True)] == [("a", False), ("b", True)]
+    assert [case.name for case, _ in check.cases(include_hidden=False)] == ["a"]
+    assert [c.id for c in registry.checks_of("96")] == ["96.twice"]

@@ -1,0 +1,45 @@
+from pathlib import Path
+
+from fleetlab.grading.sandbox import kernel_env
+
+GRADER = {
+    "PATH": "/usr/bin",
+    "PYTHONPATH": "/fixtures",
+    "LANG": "C.UTF-8",
+    "HOME": "/home/grader",
+    "AWS_ACCESS_KEY_ID": "AKIAFLEETLABFAKE0001",
+    "AWS_SECRET_ACCESS_KEY": "fleetlab-fake-secret",
+    "AWS_SESSION_TOKEN": "token",
+    "AWS_PROFILE": "prod",
+    "AWS_SHARED_CREDENTIALS_FILE": "/home/grader/.aws/credentials",
+    "AWS_CONFIG_FILE": "/home/grader/.aws/config",
+    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI": "/v2/credentials",
+    "AWS_WEB_IDENTITY_TOKEN_FILE": "/var/run/token",
+    "GITHUB_TOKEN": "ghp_secret",
+    "FLEETLAB_ALLOW_REAL_AWS": "1",
+    "FLEETLAB_BACKEND": "aws",
+    "FLEETLAB_DYNAMODB_ENDPOINT": "http://localhost:4567",
+}
+
+
+def test_no_credential_reaches_the_kernel(tmp_path):
+    env = kernel_env(GRADER, tmp_path, tmp_path / "mpl")
+    leaked = [value for value in env.values() if value in {GRADER[k] for k in GRADER if "AWS" in k or "TOKEN" in k}]
+    assert leaked == []
+    assert "GITHUB_TOKEN" not in env and "FLEETLAB_ALLOW_REAL_AWS" not in env
+
+
+def test_credential_files_point_nowhere_and_home_is_fresh(tmp_path):
+    env = kernel_env(GRADER, tmp_path, tmp_path / "mpl")
+    assert env["HOME"] == str(tmp_path)
+    for name in ("AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE"):
+        assert not Path(env[name]).exists() and env[name].startswith(str(tmp_path))
+    assert env["AWS_EC2_METADATA_DISABLED"] == "true"
+    assert env["FLEETLAB_BACKEND"] == "moto"
+    assert env["FLEETLAB_HOME"].startswith(str(tmp_path))
+
+
+def test_what_python_needs_passes_through(tmp_path):
+    env = kernel_env(GRADER, tmp_path, tmp_path / "mpl")
+    assert (env["PATH"], env["PYTHONPATH"], env["LANG"]) == ("/usr/bin", "/fixtures", "C.UTF-8")
+    assert env["FLEETLAB_DYNAMODB_ENDPOINT"] == "http://localhost:4567"

@@ -1,0 +1,64 @@
+import json
+
+import pytest
+
+from fleetlab.grading import check, get_check, grade_session, progress
+from fleetlab.grading.checks import lab00
+from fleetlab.grading.session import UnexpectedCheckStatus
+
+from .answers import good_handle
+
+
+def test_check_runs_public_cases_records_and_displays(capsys):
+    result = check("00.planes", dict(lab00.REFERENCE))
+    assert result.passed
+    assert {case.name for case in result.cases} == set(lab00.PUBLIC)
+    assert progress.load()["00.planes"]["status"] == "pass"
+    assert "✓ 00.planes" in capsys.readouterr().out
+
+
+def test_grade_session_regrades_the_last_answer_with_hidden_cases():
+    check("00.planes", {**lab00.REFERENCE, "workers": "control"})  # public cases pass
+    check("00.planes", {**lab00.REFERENCE, "claim-check bucket": "work"})  # the last answer counts
+    payload = grade_session("nonce-1")
+    assert payload["nonce"] == "nonce-1"
+    assert payload["checks"] == {"00.planes": {"status": "fail", "points": 0, "max_points": 1}}
+    assert payload["expected"] == {"00.planes": 1}
+
+
+def test_grades_carry_scores_only_and_nothing_the_learner_prints_while_hidden_cases_run(fixture_lab, capsys):
+    def talkative(message, done, file_ticket):
+        print("handling", message)
+        good_handle(message, done, file_ticket)
+
+    check("99.dedupe", talkative)
+    assert "handling" in capsys.readouterr().out  # the public cases may print
+    payload = grade_session("nonce-2")
+    assert "handling" not in capsys.readouterr().out
+    assert payload["checks"]["99.dedupe"] == {"status": "pass", "points": 3, "max_points": 3}
+    for hidden in get_check("99.dedupe").hidden:
+        assert hidden.name not in json.dumps(payload)
+
+
+def test_a_session_that_checked_nothing_grades_nothing():
+    assert grade_session("n") == {"nonce": "n", "checks": {}, "expected": {}}
+
+
+def test_ci_can_require_every_check_to_pass_or_to_say_not_yet(monkeypatch):
+    monkeypatch.setenv("FLEETLAB_EXPECT_CHECKS", "not-yet")
+    assert check("00.planes", ...).status == "not yet"
+    with pytest.raises(UnexpectedCheckStatus, match="says 'pass' where FLEETLAB_EXPECT_CHECKS expects 'not yet'"):
+        check("00.planes", dict(lab00.REFERENCE))
+    monkeypatch.setenv("FLEETLAB_EXPECT_CHECKS", "pass")
+    assert check("00.planes", dict(lab00.REFERENCE)).passed
+    monkeypatch.setenv("FLEETLAB_EXPECT_CHECKS", "green")
+    with pytest.raises(UnexpectedCheckStatus, match="use pass or not-yet"):
+        check("00.planes", dict(lab00.REFERENCE))
+
+
+def test_a_home_that_cannot_be_written_warns_but_still_checks(monkeypatch, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("FLEETLAB_HOME", str(blocker / "home"))
+    with pytest.warns(UserWarning, match="set FLEETLAB_HOME to a writable folder"):
+        assert check("00.planes", dict(lab00.REFERENCE)).passed

@@ -1,0 +1,178 @@
+"""Behaviour of ``fleetlab bench``: what it measures and records, never how fast anything is."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+
+import nbformat
+import pytest
+from rich.console import Console
+
+from fleetlab import bench
+from fleetlab.backends import open_backend
+from fleetlab.idempotency import COMPLETED, Completed, IdempotencyStore
+from fleetlab.topology import AgentClass, TopologySpec
+
+ONE_STEP = ["sqs.ReceiveMessage > dynamodb.PutItem > dynamodb.UpdateItem > sqs.DeleteMessage"]
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="fleetlab")
+    bench.add_command(top.add_subparsers(dest="command", required=True))
+    return top
+
+
+def test_the_library_and_raw_paths_make_the_same_boto3_calls():
+    result = bench.library_overhead("moto", blocks=2, per_block=3)
+    assert result["library_ms_per_step"] > 0 and result["raw_ms_per_step"] > 0
+    assert result["cpu_ms_per_step"]["library"] > 0 and result["cpu_ms_per_step"]["raw"] > 0
+    assert result["calls_per_step"] == {"library": ONE_STEP, "raw": ONE_STEP}
+    steps = (1 + 2) * 3  # a warm-up block and two timed blocks of three steps per path
+    assert result["boto3_calls"] == {"library": 4 * steps, "raw": 4 * steps}
+    assert result["same_calls"] and not result["error"]
+    assert result["ratio"] == pytest.approx(result["library_ms_per_step"] / result["raw_ms_per_step"])
+    assert len(result["block_medians_ms"]["library"]) == len(result["block_medians_ms"]["raw"]) == 2
+    names = {r["measurement"] for r in result["rows"]}
+    assert {"library overhead A/B, wall", "library overhead A/B, CPU time"} <= names
+
+
+def test_the_call_counter_sees_each_call_and_unhooks_on_exit():
+    backend = open_backend("moto")
+    try:
+        sqs = backend.client("sqs")
+        counter = bench.CallCounter(sqs)
+        with counter:
+            counter.mark()
+            sqs.list_queues()
+            sqs.create_queue(QueueName="counted")
+            assert counter.since_mark() == (("sqs", "ListQueues"), ("sqs", "CreateQueue"))
+            assert counter.seconds_since_mark() > 0
+        sqs.list_queues()
+        assert len(counter.calls) == 2
+    finally:
+        backend.close()
+
+
+def test_a_raw_step_leaves_the_record_the_library_would():
+    spec = TopologySpec(agent_classes=(AgentClass("researcher"),), orchestrator=False)
+    with bench.provisioned("moto", "rawtest", spec) as (backend, topology):
+        sqs, ddb = backend.client("sqs"), backend.client("dynamodb")
+        queue = topology.queue("researcher")
+        bench.send_bodies(sqs, queue.url, [bench.overhead_body("raw-1", "researcher")])
+        assert bench.raw_step(sqs, ddb, queue.url, topology.table_name, "researcher") == 1
+        assert bench.raw_step(sqs, ddb, queue.url, topology.table_name, "researcher") == 0  # the queue is empty
+        store = IdempotencyStore(ddb, topology.table_name, backend.clock)
+        assert store.record("raw-1", "researcher")["status"] == COMPLETED
+        assert isinstance(store.claim("raw-1", "researcher"), Completed)
+
+
+def test_a_run_saves_json_with_timestamp_machine_and_rows(tmp_path):
+    out = tmp_path / "new" / "folder" / "results.json"
+    args = parser().parse_args(["bench", "--backends", "moto", "--steps", "10", "--only", "pipeline,clock",
+                                "--out", str(out)])
+    printed = io.StringIO()
+    assert bench.run(args, Console(file=printed, width=200)) == 0
+    saved = json.loads(out.read_text())
+    assert {"timestamp", "machine", "settings", "results", "rows"} <= set(saved)
+    assert {"cpu_count", "python"} <= set(saved["machine"])
+    assert {"moto", "boto3"} <= set(saved["machine"]["packages"])
+    assert saved["settings"] == {"backends": ["moto"], "steps": 10, "only": ["pipeline", "clock"]}
+    by_name = {r["name"]: r for r in saved["results"]}
+    assert by_name["pipeline"]["done"] == 10 and by_name["pipeline"]["steps_per_s"] > 0
+    assert by_name["clock"]["simulated_seconds"] > 100 and by_name["clock"]["wall_seconds"] > 0  # 10 steps, p50 90 s
+    assert by_name["fleet-day"]["measured"] is False
+    for line in saved["rows"]:
+        assert set(line) == {"measurement", "backend", "value", "unit", "goal", "met", "note"}
+    text = printed.getvalue()
+    assert "pipeline steps/s (drain)" in text and "not measured: needs the time-stepped fleet model" in text
+    assert f"saved {out}" in " ".join(text.split())
+
+
+@pytest.mark.parametrize("flag, value", [("--backends", "moto,nope"), ("--only", "overhead,speed"), ("--steps", "0")])
+def test_bad_flags_are_rejected_naming_the_flag(flag, value, capsys):
+    with pytest.raises(SystemExit) as exited:
+        parser().parse_args(["bench", flag, value])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {flag}" in err
+    assert value.split(",")[-1] in err
+
+
+def test_defaults_and_lists_parse():
+    args = parser().parse_args(["bench"])
+    assert args.backends == ("moto", "moto-server") and args.steps == 200
+    assert str(args.out) == "bench/results.json" and args.only == bench.MEASUREMENTS
+    args = parser().parse_args(["bench", "--backends", "moto-server, moto", "--only", "demo"])
+    assert args.backends == ("moto-server", "moto") and args.only == ("demo",)
+
+
+def test_the_plan_follows_only_and_backends():
+    labels = [label for label, _ in bench.measurement_plan(("overhead", "labs"), ("moto", "moto-server"), 40)]
+    assert labels == ["overhead on moto", "overhead on moto-server", "lab notebooks"]
+
+
+def test_the_demo_runs_in_process_with_its_output_captured(capsys):
+    result = bench.demo_wall_time("moto", "--events", "2", "--orchestrated", "0")
+    assert result["exit_code"] == 0 and not result["error"]
+    assert result["wall_seconds"] > 0 and result["output_chars"] > 0
+    assert capsys.readouterr().out == ""
+
+
+def test_the_fleet_day_is_reported_not_faked():
+    result = bench.simulated_fleet_day()
+    assert result["measured"] is False
+    (line,) = result["rows"]
+    assert line["value"] is None and line["met"] is None and "time-stepped" in line["note"]
+
+
+def test_lab_goals_follow_the_course_targets(tmp_path):
+    assert [bench.lab_goal(tmp_path / n) for n in ("00_orientation.ipynb", "04_wait.ipynb", "07_capstone.ipynb")] == [
+        20.0, 30.0, 45.0]
+
+
+def test_notebooks_are_timed_and_a_failing_one_is_reported(tmp_path):
+    good, bad = tmp_path / "01_good.ipynb", tmp_path / "02_bad.ipynb"
+    for path, source in ((good, "import os\nprint(os.environ['FLEETLAB_BACKEND'])"), (bad, "raise ValueError('boom')")):
+        nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)]), path)
+    result = bench.lab_run_times([good, bad], timeout=60)
+    first, second = result["runs"]
+    assert first["error"] == "" and first["wall_seconds"] > 0 and first["slowest_cells"][0]["cell"] == 0
+    assert "boom" in second["error"]
+    assert result["rows"][1]["met"] is False  # a notebook that raises never meets its goal
+
+
+def test_a_stalled_notebook_run_is_retried_and_named(tmp_path, monkeypatch):
+    notebook = tmp_path / "03_poison.ipynb"
+    notebook.write_text("{}")
+    homes = []
+
+    def fake_execute(path, *, env, timeout):
+        homes.append(env["FLEETLAB_HOME"])
+        stalled = [{"cell": 5, "seconds": timeout}] if len(homes) == 1 else []
+        return {"wall_seconds": timeout + 3.0 if stalled else 4.0, "kernel_start_seconds": 0.5, "cells_seconds": 3.0,
+                "slowest_cells": [], "stalled_cells": stalled, "error": ""}
+
+    monkeypatch.setattr(bench, "execute_notebook", fake_execute)
+    result = bench.lab_run_times([notebook], timeout=10)
+    (line,) = result["rows"]
+    assert line["value"] == 4.0 and line["met"] is True
+    assert "nbclient stall (#312) in cell 5 10 s; value from run 2" == line["note"]
+    assert len(result["runs"][0]["attempts"]) == 2
+    assert len(set(homes)) == 2  # every run starts with its own, cold FLEETLAB_HOME
+
+
+def test_grading_throughput_says_when_there_is_no_batch_grader(monkeypatch):
+    monkeypatch.setattr(bench, "_batch_grader", lambda: None)
+    (line,) = bench.grade_throughput()["rows"]
+    assert line["value"] is None and line["note"].startswith("not available")
+
+
+def test_a_broken_measurement_is_recorded_not_raised():
+    def explode() -> dict:
+        raise RuntimeError("no luck")
+
+    result = bench.guarded("exploding", explode)
+    assert "RuntimeError: no luck" in result["error"]
+    assert result["rows"][0]["value"] is None
