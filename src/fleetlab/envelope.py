@@ -190,12 +190,12 @@ class ClaimCheck:
         self.bucket = bucket
         self.threshold = threshold
 
-    def offload(self, envelope: Envelope) -> Envelope:
-        """Return ``envelope`` with its payload moved to S3 when the payload is too large."""
-        if envelope.payload is None:
+    def offload(self, envelope: Envelope, *, always: bool = False) -> Envelope:
+        """Return ``envelope`` with its payload moved to S3 when it is too large (or ``always``)."""
+        if envelope.payload is None and not always:
             return envelope
-        body = json.dumps(envelope.payload, separators=(",", ":")).encode("utf-8")
-        if len(body) <= self.threshold:
+        body = json.dumps(envelope.payload if envelope.payload is not None else {}, separators=(",", ":")).encode()
+        if len(body) <= self.threshold and not always:
             return envelope
         key = f"conv/{envelope.conversation_id}/{envelope.trace_id}/input.json"
         self.s3.put_object(Bucket=self.bucket, Key=key, Body=body, ContentType="application/json")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from . import stepfunctions
@@ -127,10 +127,7 @@ class Fleet:
         """Start the orchestrator for one step (payload always claim-checked). Returns the execution ARN."""
         if not self.topology.state_machine_arn:
             raise FleetlabError("this topology has no orchestrator; provision with TopologySpec(orchestrator=True)")
-        offloaded = ClaimCheck(self.claimcheck.s3, self.claimcheck.bucket, threshold=-1).offload(
-            replace(envelope, payload=envelope.payload if envelope.payload is not None else {})
-        )
-        detail = offloaded.detail()
+        detail = self.claimcheck.offload(envelope, always=True).detail()
         execution_arn = stepfunctions.start_execution(self.sfn, self.topology.state_machine_arn, detail)
         self.submitted.append(envelope.trace_id)
         self.executions[envelope.trace_id] = execution_arn
