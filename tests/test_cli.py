@@ -39,3 +39,22 @@ def test_a_bad_flag_names_the_flag(capsys):
         main(["demo", "--events", "-3"])
     assert exited.value.code == 2
     assert "--events: must not be negative" in capsys.readouterr().err
+
+
+def test_real_aws_without_credentials_says_what_to_do(tmp_path):
+    """Opted in but no credentials: a clear message, and no request leaves the machine."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(
+        FLEETLAB_BACKEND="aws",
+        FLEETLAB_ALLOW_REAL_AWS="1",
+        HOME=str(tmp_path),
+        AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "none"),
+        AWS_CONFIG_FILE=str(tmp_path / "none"),
+        AWS_EC2_METADATA_DISABLED="true",
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "fleetlab.cli", "demo"], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 2
+    assert "could not identify the AWS account" in done.stdout
+    assert "aws configure" in done.stdout

@@ -91,7 +91,8 @@ def run_doctor(args: argparse.Namespace, console: Console) -> int:
 
     backend = open_backend(args.backend)
     try:
-        console.print(f"[bold]backend[/]: {backend.name}  ({backend.details.get('emulator', '')})")
+        details = ", ".join(f"{key}: {value}" for key, value in backend.details.items())
+        console.print(f"[bold]backend[/]: {backend.name}  ({details})")
         console.print(f"[bold]clock[/]: {'virtual' if backend.clock.virtual else 'real'}; "
                       f"python {platform.python_version()}")
         console.print(_versions_table())
@@ -117,6 +118,8 @@ def _versions_table() -> Table:
 
 def run_demo(args: argparse.Namespace, console: Console) -> int:
     backend = open_backend(args.backend)
+    if "account" in backend.details:
+        console.print(f"real AWS account {backend.details['account']}: every name starts with fl-demo-")
     topology = None
     try:
         with console.status(f"provisioning the topology on {backend.name}..."):

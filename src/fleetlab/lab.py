@@ -90,8 +90,9 @@ def banner(lab: Lab) -> str:
     """What the set-up cell prints: backend, clock, and each divergence from AWS."""
     backend = lab.backend
     clock = "virtual (long waits pass instantly)" if backend.clock.virtual else "real"
+    account = f" (account {backend.details['account']})" if "account" in backend.details else ""
     lines = [
-        f"lab {lab.id} on {backend.name}: {backend.details.get('emulator', '')}",
+        f"lab {lab.id} on {backend.name}{account}: {backend.details.get('emulator', '')}",
         f"clock: {clock}; resources: {lab.topology.prefix}*",
     ]
     divergences = lab.fidelity().divergences()
