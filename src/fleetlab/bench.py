@@ -32,7 +32,6 @@ import os
 import platform
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 import traceback
@@ -47,6 +46,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from .argtypes import choice_list, positive_int
 from .backends import BACKEND_NAMES, Backend, open_backend
 from .envelope import REQUESTED, SOURCE, Envelope
 from .errors import FleetlabError
@@ -81,12 +81,12 @@ def add_command(subparsers: Any) -> argparse.ArgumentParser:
     )
     bench.add_argument("--out", type=Path, default=DEFAULT_OUT,
                        help=f"where to save the results (default {DEFAULT_OUT})")
-    bench.add_argument("--backends", type=_backend_list, default=DEFAULT_BACKENDS, metavar="NAME[,NAME]",
+    bench.add_argument("--backends", type=choice_list(BACKEND_NAMES, "backend"), default=DEFAULT_BACKENDS, metavar="NAME[,NAME]",
                        help=f"backends to measure, comma-separated (default {','.join(DEFAULT_BACKENDS)})")
-    bench.add_argument("--steps", type=_positive_int, default=200,
+    bench.add_argument("--steps", type=positive_int, default=200,
                        help="steps per pipeline and clock measurement, and per path in the overhead one "
                        "(default 200)")
-    bench.add_argument("--only", type=_measurement_list, default=MEASUREMENTS, metavar="NAME[,NAME]",
+    bench.add_argument("--only", type=choice_list(MEASUREMENTS, "measurement"), default=MEASUREMENTS, metavar="NAME[,NAME]",
                        help=f"measurements to run, comma-separated, from {', '.join(MEASUREMENTS)} (default all)")
     bench.set_defaults(run=run)
     return bench
@@ -860,43 +860,3 @@ def _version(package: str) -> str:
         return version(package)
     except PackageNotFoundError:
         return "not installed"
-
-
-def _split(text: str) -> list[str]:
-    return [part.strip() for part in text.split(",") if part.strip()]
-
-
-def _backend_list(text: str) -> tuple[str, ...]:
-    names = _split(text)
-    unknown = [n for n in names if n not in BACKEND_NAMES]
-    if unknown or not names:
-        raise argparse.ArgumentTypeError(
-            f"unknown backend {', '.join(map(repr, unknown)) or repr(text)}; choose from {', '.join(BACKEND_NAMES)}")
-    return tuple(dict.fromkeys(names))
-
-
-def _measurement_list(text: str) -> tuple[str, ...]:
-    names = _split(text)
-    unknown = [n for n in names if n not in MEASUREMENTS]
-    if unknown or not names:
-        raise argparse.ArgumentTypeError(
-            f"unknown measurement {', '.join(map(repr, unknown)) or repr(text)}; choose from {', '.join(MEASUREMENTS)}")
-    return tuple(dict.fromkeys(names))
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
-    return value
-
-
-if __name__ == "__main__":  # python -m fleetlab.bench: the command without cli.py's wiring
-    _parser = argparse.ArgumentParser(prog="fleetlab")
-    _commands = _parser.add_subparsers(dest="command", required=True)
-    add_command(_commands)
-    _args = _parser.parse_args(sys.argv[1:])
-    sys.exit(_args.run(_args, Console()))

@@ -17,6 +17,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from . import bench
+from .argtypes import non_negative_int, positive_int
 from .backends import BACKEND_NAMES, open_backend
 from .envelope import Envelope
 from .errors import FleetlabError
@@ -52,8 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = commands.add_parser("demo", help="run events through the whole pipeline and show each trace")
     _backend_flag(demo)
-    demo.add_argument("--events", type=_positive_int, default=12, help="steps published on the bus (default 12)")
-    demo.add_argument("--orchestrated", type=_non_negative_int, default=2,
+    demo.add_argument("--events", type=positive_int, default=12, help="steps published on the bus (default 12)")
+    demo.add_argument("--orchestrated", type=non_negative_int, default=2,
                       help="steps dispatched by the state machine (default 2)")
     demo.add_argument("--seed", type=int, default=7, help="seed of the fake model (default 7)")
     demo.add_argument("--crash", action="store_true", help="crash one worker after its effect, before the delete")
@@ -67,23 +68,6 @@ def build_parser() -> argparse.ArgumentParser:
 def _backend_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", choices=BACKEND_NAMES, default=None,
                         help="backend to use (default: $FLEETLAB_BACKEND or moto)")
-
-
-def _positive_int(text: str) -> int:
-    value = _non_negative_int(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative, got {text}")
-    return value
 
 
 def run_doctor(args: argparse.Namespace, console: Console) -> int:
