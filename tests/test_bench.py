@@ -176,3 +176,17 @@ def test_a_broken_measurement_is_recorded_not_raised():
     result = bench.guarded("exploding", explode)
     assert "RuntimeError: no luck" in result["error"]
     assert result["rows"][0]["value"] is None
+
+
+def test_course_total_adds_the_solution_labs_and_their_share_of_grading():
+    from fleetlab.bench import course_total
+
+    labs = {"name": "labs", "error": "", "runs": [
+        {"notebook": "labs/solutions/00_orientation.ipynb", "wall_seconds": 10.0},
+        {"notebook": "labs/solutions/01_at_least_once.ipynb", "wall_seconds": 15.0},
+        {"notebook": "labs/00_orientation.ipynb", "wall_seconds": 9.0},
+    ]}
+    grade = {"name": "grade", "error": "", "wall_seconds": 40.0, "notebooks": 4, "distinct_notebooks": 2}
+    (total,) = course_total([labs, grade])
+    assert total["rows"][0]["value"] == 10.0 + 15.0 + 40.0 * 2 / 4
+    assert course_total([labs, {**grade, "error": "boom"}]) == []

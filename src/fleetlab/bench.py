@@ -63,6 +63,7 @@ OVERHEAD_GOAL = 1.25  # library step time / raw boto3 step time (COURSE.md, Targ
 LAB_GOALS = {"04": 30.0, "07": 45.0}  # seconds, headless, default backend; others 20 s
 LAB_GOAL_DEFAULT = 20.0
 GRADE_GOAL = 10.0  # notebooks per minute on 2 cores
+COURSE_GOAL = 180.0  # seconds: every lab headless plus grading the solutions, 2 cores
 FLEET_DAY_GOAL = 5.0  # seconds for a simulated fleet day
 PACKAGES = ("fleetlab", "boto3", "botocore", "moto", "time-machine", "jsonschema", "nbclient", "ipykernel", "rich")
 TINY_LATENCY = LatencyProfile(p50=0.001, p95=0.002)  # seconds: the model's clock must not dominate
@@ -111,6 +112,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
             bar.update(task, description=f"bench: {label}")
             results.append(guarded(label, measure))
             bar.advance(task)
+    results += course_total(results)
     document = results_document(results, started=started, machine=machine, settings={
         "backends": list(args.backends), "steps": args.steps, "only": list(args.only)})
     console.print(results_table(results))
@@ -147,6 +149,25 @@ def measurement_plan(
     if "grade" in only:
         plan.append(("grade throughput", grade_throughput))
     return plan
+
+
+def course_total(results: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The whole course plus grading its solutions, derived from the labs and grade measurements.
+
+    Every instructor notebook once, headless, plus the grader's wall time per
+    distinct solution notebook. Empty unless both measurements ran cleanly.
+    """
+    labs = next((r for r in results if r.get("name") == "labs" and not r.get("error")), None)
+    grade = next((r for r in results if r.get("name") == "grade" and not r.get("error")), None)
+    if labs is None or grade is None:
+        return []
+    solutions = [run["wall_seconds"] for run in labs["runs"] if run["notebook"].startswith("labs/solutions/")]
+    grading = grade["wall_seconds"] * grade["distinct_notebooks"] / grade["notebooks"]
+    total = sum(solutions) + grading
+    return [{"name": "course", "backend": "moto", "error": "", "rows": [
+        row(f"whole course ({len(solutions)} labs) + grading the solutions", "moto", total, "s",
+            goal=f"<= {COURSE_GOAL:g} s", met=total <= COURSE_GOAL,
+            note=f"labs {sum(solutions):.1f} s + grading {grading:.1f} s")]}]
 
 
 def guarded(label: str, measure: Callable[[], dict[str, Any]]) -> dict[str, Any]:

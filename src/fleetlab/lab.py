@@ -119,6 +119,13 @@ def active_backend() -> Backend:
     return _lazy_backend
 
 
+def shutdown() -> None:
+    """Close the running lab and any backend opened on first use, so another can open."""
+    if _current is not None:
+        _current.close()
+    _close_lazy_backend()
+
+
 def _close_lazy_backend() -> None:
     global _lazy_backend
     if _lazy_backend is not None:
