@@ -21,6 +21,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...errors import FleetlabError
 from ...experiments import deliver_under_chaos
 from ...faults import Crash, CrashPoint, FaultPlan, Latency
 from ...idempotency import COMPLETED, Completed, IdempotencyStore
@@ -85,10 +86,22 @@ def check_consumer(answer: Any, case: Chaos, ctx: Any) -> CaseOutcome:
     ) as queue:
         ddb = Latency(backend.client("dynamodb"), backend.clock, 0.05)
         store = IdempotencyStore(ddb, table, backend.clock, lease_seconds=VISIBILITY, window_seconds=86_400)
+        learner_errors: list[Exception] = []
+
+        def consumer(delivery: Any) -> Any:
+            try:
+                return answer(delivery, store)
+            except FleetlabError:  # crashes, busy keys, lost leases: the harness's faults, handled by the worker
+                raise
+            except Exception as error:  # the learner's own bug: report it, not its symptoms
+                learner_errors.append(error)
+                raise
+
         result = deliver_under_chaos(
-            backend, queue, lambda delivery: answer(delivery, store), ALERTS,
-            faults=FaultPlan(crashes=case.crashes), republished=case.republished,
+            backend, queue, consumer, ALERTS, faults=FaultPlan(crashes=case.crashes), republished=case.republished,
         )
+    if learner_errors:
+        raise learner_errors[0]
     wrong = [(a, result.ledger.count(a)) for a in ALERTS if result.ledger.count(a) != 1]
     if wrong:
         alert, tickets = wrong[0]
