@@ -99,7 +99,7 @@ def moto_backend(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Ba
 
 
 def stand_in_measure(findings: tuple[Finding, ...]) -> tuple[list[Backend], object]:
-    """A replacement for fidelity._measure that returns ``findings`` and records each call."""
+    """A replacement for fidelity.probes.measure that returns ``findings`` and records each call."""
     calls: list[Backend] = []
 
     def measure(backend: Backend) -> tuple[Finding, ...]:
@@ -168,7 +168,7 @@ def test_failed_probe_is_recorded_cleaned_up_and_not_cached(
         raise RuntimeError("emulator fell over")
 
     feature = Feature("test.falls_over", "A probe that fails half way", aws="-", workaround="-")
-    monkeypatch.setattr(fidelity, "PROBES", [Probe((feature,), falls_over)])
+    monkeypatch.setattr(fidelity.probes, "PROBES", [Probe((feature,), falls_over)])
 
     finding = probe(moto_backend, refresh=True).get("test.falls_over")
 
@@ -186,7 +186,7 @@ def test_cache_is_written_and_read_back_without_probing(
 ) -> None:
     monkeypatch.setenv("FLEETLAB_HOME", str(fleetlab_home))
     calls, measure = stand_in_measure(())
-    monkeypatch.setattr(fidelity, "_measure", measure)
+    monkeypatch.setattr(fidelity.probes, "measure", measure)
     backend = open_backend("moto")
     try:
         path = fidelity.cache_path(backend)
@@ -202,7 +202,7 @@ def test_session_memo_outlives_the_cache_and_refresh_measures_again(
     probed: dict[str, Probed], moto_backend: Backend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls, measure = stand_in_measure(probed["moto"].table.findings)
-    monkeypatch.setattr(fidelity, "_measure", measure)
+    monkeypatch.setattr(fidelity.probes, "measure", measure)
     path = fidelity.cache_path(moto_backend)
 
     first = probe(moto_backend)
@@ -224,7 +224,7 @@ def test_cache_from_another_probe_set_is_ignored(
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(stale.to_dict()))
     calls, measure = stand_in_measure(probed["moto"].table.findings)
-    monkeypatch.setattr(fidelity, "_measure", measure)
+    monkeypatch.setattr(fidelity.probes, "measure", measure)
 
     table = probe(moto_backend)
 
@@ -302,7 +302,7 @@ def test_generator_writes_the_doc_and_skips_unreachable_localstack(
     monkeypatch.setenv("FLEETLAB_HOME", str(tmp_path))
     monkeypatch.setenv("LOCALSTACK_ENDPOINT", "http://127.0.0.1:9")  # nothing listens on the discard port
     calls, measure = stand_in_measure(probed["moto"].table.findings)
-    monkeypatch.setattr(fidelity, "_measure", measure)
+    monkeypatch.setattr(fidelity.probes, "measure", measure)
     out = tmp_path / "docs" / "fidelity.md"
 
     assert fidelity.main(["--out", str(out), "--backends", "moto,localstack"]) == 0

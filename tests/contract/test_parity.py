@@ -142,10 +142,10 @@ def test_a_missed_heartbeat_fails_the_task(backend, token_queue, fidelity):
 
 def test_heartbeats_keep_a_long_task_alive(backend, token_queue):
     sfn = backend.client("stepfunctions")
-    machine = callback_machine(backend, token_queue.url, timeout=20, heartbeat=2)
+    machine = callback_machine(backend, token_queue.url, timeout=30, heartbeat=4)
     execution = stepfunctions.start_execution(sfn, machine, {"alert": "alert-4"})
     token = take_token(backend, token_queue.url)
-    beats_until = time.monotonic() + 3.5  # longer than the heartbeat window
+    beats_until = time.monotonic() + 6  # half as long again as the heartbeat window
     while time.monotonic() < beats_until:
         assert stepfunctions.send_heartbeat(sfn, token).accepted
         time.sleep(0.5)

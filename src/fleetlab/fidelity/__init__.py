@@ -1,0 +1,45 @@
+"""The capability probe and the fidelity table: where this backend differs from AWS.
+
+``probe(backend)`` measures, through boto3 on the open backend, each contract
+the labs rely on (when a message is dead-lettered, the error a missed heartbeat
+reports, whether a replay honours its time window, ...) and returns a
+``FidelityTable``: per feature, what AWS documents, what this backend did, and
+what fleetlab or the learner does where they differ. Labs, tests and
+``docs/fidelity.md`` read the table; nothing hard-codes an emulator's quirk.
+
+probe → table → cache:
+
+* ``probes``: one module per AWS service; each ``Probe`` runs in its own
+  ``Scratch`` space on the backend and returns an ``Observation`` per
+  ``Feature``, which becomes that feature's ``Finding``.
+* ``table``: the ``FidelityTable`` of every finding, in probe order, with the
+  versions measured; markdown, rich and JSON renderings.
+* ``cache``: ``probe()`` measures once per backend session and caches the
+  table as JSON for as long as those versions hold; ``aws`` is the reference,
+  never probed.
+* ``generator``: ``python -m fleetlab.fidelity --out docs/fidelity.md``.
+
+Measuring moves a virtual clock about 3 days forward (``probes.dynamodb``):
+probe before making time-sensitive state.
+"""
+
+from .cache import cache_path, probe
+from .generator import main
+from .probes import feature_ids
+from .probes.base import Feature, Observation, Probe
+from .probes.scratch import Scratch
+from .table import FidelityTable, Finding, render_markdown
+
+__all__ = [
+    "Feature",
+    "FidelityTable",
+    "Finding",
+    "Observation",
+    "Probe",
+    "Scratch",
+    "cache_path",
+    "feature_ids",
+    "main",
+    "probe",
+    "render_markdown",
+]
