@@ -320,3 +320,13 @@ def test_generator_refuses_to_probe_aws(capsys: pytest.CaptureFixture[str]) -> N
         fidelity.main(["--backends", "moto,aws"])
     assert exit_info.value.code == 2
     assert "aws is the reference column" in capsys.readouterr().err
+
+
+def test_a_shared_cache_folder_wins_over_the_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FLEETLAB_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("FLEETLAB_FIDELITY_CACHE", str(tmp_path / "shared"))
+    backend = open_backend("moto")
+    try:
+        assert fidelity.cache_path(backend).parent == tmp_path / "shared"
+    finally:
+        backend.close()

@@ -75,6 +75,7 @@ class Fleet:
         self.workers = {name: self.worker(name) for name in topology.queues}
         self.submitted: list[str] = []
         self.executions: dict[str, str] = {}
+        self.callbacks: dict[str, str] = {}
 
     def submit(self, *envelopes: Envelope) -> list[str]:
         """Publish step requests on the bus (claim-checking large payloads). Returns event ids.
@@ -180,6 +181,8 @@ class Fleet:
         if step.task_token:
             callback = stepfunctions.send_success(self.sfn, step.task_token, result)
             self._trace(step, "callback", delivery, accepted=callback.accepted, error=callback.error_code)
+            if callback.accepted:
+                self.callbacks[step.trace_id] = step.task_token
         return result
 
     def unsettled(self) -> list[str]:
@@ -229,17 +232,35 @@ class Fleet:
                 break
         return report
 
-    def finish_executions(self, *, timeout: float = 10.0) -> dict[str, str]:
+    def finish_executions(self, *, timeout: float = 10.0, grace: float = 2.0) -> dict[str, str]:
         """Wait for every orchestrated step's execution to end; record and return each status.
 
-        Raises FleetlabError if one is still running after ``timeout`` real seconds.
+        An execution still RUNNING ``grace`` seconds after its callback was
+        accepted gets one SendTaskHeartbeat with the same token. That wakes
+        moto's waitForTaskToken, which can miss a callback that arrives
+        before its heartbeat timer starts (it would otherwise wait out the
+        whole HeartbeatSeconds); on AWS the execution has long ended by
+        then and this never fires. Raises FleetlabError if one is still
+        running after ``timeout`` real seconds.
         """
         statuses: dict[str, str] = {}
         for trace_id, execution_arn in self.executions.items():
-            status = stepfunctions.wait_for_execution(self.sfn, execution_arn, timeout=timeout)["status"]
+            status = self._await_execution(trace_id, execution_arn, timeout=timeout, grace=grace)
             statuses[trace_id] = status
             self.tracer.record(trace_id, f"execution_{status.lower()}", at=self.clock.now(), component="orchestrator")
         return statuses
+
+    def _await_execution(self, trace_id: str, execution_arn: str, *, timeout: float, grace: float) -> str:
+        token = self.callbacks.get(trace_id)
+        if token is None:
+            return stepfunctions.wait_for_execution(self.sfn, execution_arn, timeout=timeout)["status"]
+        try:
+            return stepfunctions.wait_for_execution(self.sfn, execution_arn, timeout=grace)["status"]
+        except FleetlabError:
+            nudge = stepfunctions.send_heartbeat(self.sfn, token)
+            self.tracer.record(trace_id, "callback_nudged", at=self.clock.now(), component="orchestrator",
+                               accepted=nudge.accepted)
+        return stepfunctions.wait_for_execution(self.sfn, execution_arn, timeout=max(timeout - grace, 0.1))["status"]
 
     def _awaiting_first_delivery(self, trace_ids: list[str]) -> bool:
         return any(all(h.name != "received" for h in self.tracer.timeline(t)) for t in trace_ids)

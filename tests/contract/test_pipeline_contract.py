@@ -219,3 +219,29 @@ def test_a_step_slower_than_the_visibility_timeout_runs_twice(backend, topology)
     assert ledger.count("alert-4") == 2
     assert sorted(o.receive_count for batch in outcomes for o in batch) == [1, 2]
     assert {e.actor for e in ledger.effects("alert-4")} == {"w1", "w2"}
+
+
+def test_a_callback_that_beats_the_heartbeat_timer_still_ends_the_execution(backend, topology, monkeypatch):
+    """moto sets up a task's heartbeat timer after publishing its event; a callback that lands
+    first is missed until the next heartbeat window (900 s here). Slow that set-up down so every
+    callback lands first: the fleet's follow-up heartbeat must still end the execution."""
+    if backend.name not in ("moto", "moto-server"):
+        pytest.skip("reproduces a moto race by slowing moto's own code")
+    import threading
+
+    from moto.stepfunctions.parser.asl.eval.callback.callback import CallbackEndpoint
+
+    original = CallbackEndpoint.setup_heartbeat_endpoint
+    callback_sent = threading.Event()
+
+    def late_setup(self, heartbeat_seconds):
+        callback_sent.wait(timeout=10)  # the worker's SendTaskSuccess goes first, every time
+        return original(self, heartbeat_seconds)
+
+    monkeypatch.setattr(CallbackEndpoint, "setup_heartbeat_endpoint", late_setup)
+    fleet = Fleet(backend, topology, model=quick_model(backend))
+    fleet.orchestrate(step(6, payload={"question": "q"}))
+    fleet.run()
+    callback_sent.set()
+    assert fleet.finish_executions(timeout=15) == {"alert-6": "SUCCEEDED"}
+    assert "callback_nudged" in [h.name for h in fleet.tracer.timeline("alert-6")]

@@ -62,7 +62,7 @@ def test_the_gradebook_of_the_six_submissions(grader_with_credentials, tmp_path,
 def test_learner_code_sees_no_credential(grader_with_credentials, tmp_path):
     nb = nbformat.read(FIXTURES / "submissions" / "06_reads_credentials.ipynb", as_version=4)
     nb.cells = nb.cells[:3]  # the imports and the cell that looks for credentials
-    env = kernel_env(dict(os.environ), tmp_path, tmp_path / "mpl")
+    env = kernel_env(dict(os.environ), tmp_path, tmp_path / "shared")
     with NotebookKernel(nb, env=env, cwd=tmp_path) as kernel:
         runs = [kernel.run_cell(index, timeout=30) for index, cell in enumerate(nb.cells) if cell.cell_type == "code"]
     assert [run.status for run in runs] == ["ok", "ok"]

@@ -23,14 +23,14 @@ GRADER = {
 
 
 def test_no_credential_reaches_the_kernel(tmp_path):
-    env = kernel_env(GRADER, tmp_path, tmp_path / "mpl")
+    env = kernel_env(GRADER, tmp_path, tmp_path / "shared")
     leaked = [value for value in env.values() if value in {GRADER[k] for k in GRADER if "AWS" in k or "TOKEN" in k}]
     assert leaked == []
     assert "GITHUB_TOKEN" not in env and "FLEETLAB_ALLOW_REAL_AWS" not in env
 
 
 def test_credential_files_point_nowhere_and_home_is_fresh(tmp_path):
-    env = kernel_env(GRADER, tmp_path, tmp_path / "mpl")
+    env = kernel_env(GRADER, tmp_path, tmp_path / "shared")
     assert env["HOME"] == str(tmp_path)
     for name in ("AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE"):
         assert not Path(env[name]).exists() and env[name].startswith(str(tmp_path))
@@ -40,6 +40,14 @@ def test_credential_files_point_nowhere_and_home_is_fresh(tmp_path):
 
 
 def test_what_python_needs_passes_through(tmp_path):
-    env = kernel_env(GRADER, tmp_path, tmp_path / "mpl")
+    env = kernel_env(GRADER, tmp_path, tmp_path / "shared")
     assert (env["PATH"], env["PYTHONPATH"], env["LANG"]) == ("/usr/bin", "/fixtures", "C.UTF-8")
     assert env["FLEETLAB_DYNAMODB_ENDPOINT"] == "http://localhost:4567"
+
+
+def test_the_batch_shares_caches_but_not_homes(tmp_path):
+    first = kernel_env(GRADER, tmp_path / "one", tmp_path / "shared")
+    second = kernel_env(GRADER, tmp_path / "two", tmp_path / "shared")
+    assert first["FLEETLAB_FIDELITY_CACHE"] == second["FLEETLAB_FIDELITY_CACHE"]
+    assert first["MPLCONFIGDIR"] == second["MPLCONFIGDIR"]
+    assert first["FLEETLAB_HOME"] != second["FLEETLAB_HOME"]

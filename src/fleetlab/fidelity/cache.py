@@ -95,8 +95,12 @@ def _remember(backend: Backend, table: FidelityTable) -> FidelityTable:
 
 
 def cache_path(backend: Backend) -> Path:
-    """Where ``backend``'s table is cached: ``$FLEETLAB_HOME`` or ``<repo root>/.fleetlab``."""
-    home = os.environ.get("FLEETLAB_HOME")
+    """Where ``backend``'s table is cached.
+
+    ``$FLEETLAB_FIDELITY_CACHE`` (a folder shared by many kernels, as the
+    grader's batch does), else ``$FLEETLAB_HOME``, else ``<repo root>/.fleetlab``.
+    """
+    home = os.environ.get("FLEETLAB_FIDELITY_CACHE") or os.environ.get("FLEETLAB_HOME")
     directory = Path(home) if home else _repo_root(Path.cwd()) / ".fleetlab"
     return directory / f"fidelity-{backend.name}-{_emulator(backend)[1]}.json"
 

@@ -200,7 +200,7 @@ def grade_notebooks(
     texts = [path.read_text(encoding="utf-8") for path in paths]
     rows: list[GradeRow | None] = [None] * len(paths)
     with tempfile.TemporaryDirectory(prefix="fleetlab-grade-") as root:
-        shared_cache = Path(root, "matplotlib")
+        shared_cache = Path(root, "shared")
         shared_cache.mkdir()
 
         def grade_one(index: int) -> GradeRow:

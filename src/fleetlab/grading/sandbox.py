@@ -22,17 +22,20 @@ NEVER_PASSED = frozenset({"FLEETLAB_ALLOW_REAL_AWS", "FLEETLAB_BACKEND", "FLEETL
 NOWHERE = "nonexistent-credentials"
 
 
-def kernel_env(grader_env: Mapping[str, str], home: Path, mpl_cache: Path) -> dict[str, str]:
+def kernel_env(grader_env: Mapping[str, str], home: Path, shared: Path) -> dict[str, str]:
     """The environment for one submission's kernel, whose home and cwd is ``home``.
 
-    ``mpl_cache`` is shared by the batch so matplotlib builds its font cache once.
+    ``shared`` is a folder of caches the whole batch shares, so matplotlib
+    builds its font cache once and the backend's fidelity is probed once.
+    Neither holds anything of a learner's.
     """
     env = {name: value for name, value in grader_env.items() if PASSED_THROUGH.match(name) and name not in NEVER_PASSED}
     env.update(
         HOME=str(home),
         FLEETLAB_HOME=str(home / ".fleetlab"),
         FLEETLAB_BACKEND="moto",
-        MPLCONFIGDIR=str(mpl_cache),
+        MPLCONFIGDIR=str(shared / "matplotlib"),
+        FLEETLAB_FIDELITY_CACHE=str(shared / "fidelity"),
         AWS_SHARED_CREDENTIALS_FILE=str(home / NOWHERE / "credentials"),
         AWS_CONFIG_FILE=str(home / NOWHERE / "config"),
         AWS_EC2_METADATA_DISABLED="true",
