@@ -1,7 +1,8 @@
 """The gradebook: a CSV with one row per notebook, and a summary table for the terminal.
 
-Columns: ``notebook``, one per check (points earned), ``total``, ``error``.
-Scores only: no case names, inputs or diagnoses ever reach the gradebook.
+Columns: ``notebook``, one per check (points earned; blank where a notebook
+has no such exercise, as when one folder holds several labs), ``total``,
+``error``. Scores only: no case names, inputs or diagnoses ever reach the gradebook.
 """
 
 from __future__ import annotations
@@ -33,6 +34,11 @@ def max_points(rows: Sequence[GradeRow]) -> dict[str, float | None]:
     return best
 
 
+def cells(row: GradeRow, checks: Sequence[str]) -> list[str]:
+    """A row's points per check; blank for a check its notebook does not have."""
+    return [format_points(row.scores.get(check_id, 0)) if check_id in row.max_points else "" for check_id in checks]
+
+
 def write_csv(rows: Sequence[GradeRow], path: Path) -> None:
     """Write the gradebook to ``path`` atomically (a reader never sees half a file)."""
     checks = check_columns(rows)
@@ -43,8 +49,7 @@ def write_csv(rows: Sequence[GradeRow], path: Path) -> None:
             writer = csv.writer(file)
             writer.writerow(["notebook", *checks, "total", "error"])
             for row in rows:
-                points = [format_points(row.scores.get(check_id, 0)) for check_id in checks]
-                writer.writerow([row.notebook, *points, format_points(row.total), row.error])
+                writer.writerow([row.notebook, *cells(row, checks), format_points(row.total), row.error])
         os.replace(temporary, path)
     except BaseException:
         os.unlink(temporary)
@@ -64,8 +69,7 @@ def summary_table(rows: Sequence[GradeRow]) -> Table:
     table.add_column("error", style="red", overflow="fold")
     names = short_names([row.notebook for row in rows])
     for name, row in zip(names, rows, strict=True):
-        points = [format_points(row.scores.get(check_id, 0)) for check_id in maxima]
-        table.add_row(name, *points, format_points(row.total), row.error)
+        table.add_row(name, *cells(row, list(maxima)), format_points(row.total), row.error)
     return table
 
 
