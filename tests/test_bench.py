@@ -154,7 +154,7 @@ def test_a_stalled_notebook_run_is_retried_and_named(tmp_path, monkeypatch):
         return {"wall_seconds": timeout + 3.0 if stalled else 4.0, "kernel_start_seconds": 0.5, "cells_seconds": 3.0,
                 "slowest_cells": [], "stalled_cells": stalled, "error": ""}
 
-    monkeypatch.setattr(bench, "execute_notebook", fake_execute)
+    monkeypatch.setattr(bench.notebooks, "execute_notebook", fake_execute)
     result = bench.lab_run_times([notebook], timeout=10)
     (line,) = result["rows"]
     assert line["value"] == 4.0 and line["met"] is True
@@ -164,7 +164,7 @@ def test_a_stalled_notebook_run_is_retried_and_named(tmp_path, monkeypatch):
 
 
 def test_grading_throughput_says_when_there_is_no_batch_grader(monkeypatch):
-    monkeypatch.setattr(bench, "_batch_grader", lambda: None)
+    monkeypatch.setattr(bench.notebooks, "_batch_grader", lambda: None)
     (line,) = bench.grade_throughput()["rows"]
     assert line["value"] is None and line["note"].startswith("not available")
 

@@ -1,0 +1,162 @@
+"""The message loop measured: its throughput, the virtual clock's ratio, and ``fleetlab demo``'s wall time."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console
+
+from ..envelope import Envelope
+from ..errors import FleetlabError
+from ..model import FakeModel, LatencyProfile
+from ..pipeline import Fleet
+from ..topology import TopologySpec
+from .report import not_measured, row
+from .scaffold import TINY_LATENCY, provisioned
+
+FLEET_DAY_GOAL = 5.0  # seconds for a simulated fleet day
+
+
+def pipeline_throughput(backend_name: str, steps: int = 200, *, chunk: int = 10, seed: int = 0) -> dict[str, Any]:
+    """Steps per second through the whole message loop on ``backend_name``.
+
+    Work is fed ``chunk`` steps at a time (one PutEvents, then ``Fleet.run``
+    drains), so no queue is ever deeper than ``chunk``: moto's per-call cost
+    grows with queue depth. ``steps_per_s`` is steps / time spent draining;
+    ``end_to_end_steps_per_s`` also counts the publishing.
+    """
+    with provisioned(backend_name, "bench", TopologySpec(orchestrator=False)) as (backend, topology):
+        fleet = Fleet(backend, topology, model=FakeModel(seed=seed, latency=TINY_LATENCY))
+        envelopes = bench_envelopes(steps, "pipe", classes=tuple(topology.queues))
+        drain = 0.0
+        done = 0
+        began = time.perf_counter()
+        for start in range(0, steps, chunk):
+            fleet.submit(*envelopes[start : start + chunk])
+            t0 = time.perf_counter()
+            report = fleet.run()
+            drain += time.perf_counter() - t0
+            done += report.count("done")
+        total = time.perf_counter() - began
+        summary = fleet.ledger.summary(fleet.submitted)
+    problem = "" if done == steps and summary.exactly_once else (
+        f"{done}/{steps} done, {summary.duplicated} duplicated, {summary.lost} lost")
+    return {
+        "name": "pipeline",
+        "backend": backend_name,
+        "steps": steps,
+        "chunk": chunk,
+        "done": done,
+        "drain_seconds": drain,
+        "total_seconds": total,
+        "steps_per_s": steps / drain,
+        "end_to_end_steps_per_s": steps / total,
+        "error": problem,
+        "rows": [
+            row("pipeline steps/s (drain)", backend_name, steps / drain, "steps/s", note=problem),
+            row("pipeline steps/s (publish+drain)", backend_name, steps / total, "steps/s", note=problem),
+        ],
+    }
+
+
+def virtual_clock_ratio(
+    backend_name: str = "moto", steps: int = 200, *, chunk: int = 10, seed: int = 0
+) -> dict[str, Any]:
+    """Simulated seconds per wall second for ``steps`` steps of realistic latency (p50 90 s).
+
+    One worker per class drains the queues, so simulated time is the sum of
+    the step latencies (plus heartbeats); that is the slice a lab runs.
+    """
+    with provisioned(backend_name, "clock", TopologySpec(orchestrator=False)) as (backend, topology):
+        if not backend.clock.virtual:
+            return not_measured("virtual clock", backend_name, "this backend runs on the real clock")
+        fleet = Fleet(backend, topology, model=FakeModel(seed=seed))
+        envelopes = bench_envelopes(steps, "clock", classes=tuple(topology.queues))
+        sim0, wall0 = backend.clock.now(), time.perf_counter()
+        done = 0
+        for start in range(0, steps, chunk):
+            fleet.submit(*envelopes[start : start + chunk])
+            done += fleet.run().count("done")
+        simulated = backend.clock.now() - sim0
+        wall = time.perf_counter() - wall0
+    problem = "" if done == steps else f"{done}/{steps} done"
+    return {
+        "name": "clock",
+        "backend": backend_name,
+        "steps": steps,
+        "latency_p50_s": LatencyProfile().p50,
+        "latency_p95_s": LatencyProfile().p95,
+        "simulated_seconds": simulated,
+        "wall_seconds": wall,
+        "ratio": simulated / wall,
+        "error": problem,
+        "rows": [
+            row(f"virtual clock, {steps} steps of p50 90 s", backend_name, simulated / wall,
+                "sim s / wall s", note=problem),
+            row("  simulated time advanced", backend_name, simulated, "sim s"),
+            row("  wall time", backend_name, wall, "s"),
+        ],
+    }
+
+
+def simulated_fleet_day() -> dict[str, Any]:
+    """The course target (a fleet day in under 5 s) needs the time-stepped fleet model; not faked here."""
+    note = "not measured: needs the time-stepped fleet model (autoscale.py)"
+    return {
+        "name": "fleet-day",
+        "backend": None,
+        "measured": False,
+        "reason": note,
+        "workload": {"conversations_per_minute": 500, "steps_per_conversation": 15, "step_seconds": 90},
+        "rows": [row("simulated fleet day (500 conv/min, 15 x 90 s)", None, None, "s",
+                     goal=f"< {FLEET_DAY_GOAL:g} s", note=note)],
+    }
+
+
+def demo_wall_time(backend_name: str, *extra: str) -> dict[str, Any]:
+    """Wall time of ``fleetlab demo --backend NAME``, in this process, its output captured.
+
+    The demo opens and closes its own backend, so none may be open here
+    (every measurement closes its own before returning). The command runs
+    exactly as ``cli.main`` runs it (parse, then ``args.run``) but with a
+    console writing to a buffer, so its output stays out of the bench's.
+    """
+    from .. import cli
+
+    argv = ["demo", "--backend", backend_name, *extra]
+    args = cli.build_parser().parse_args(argv)
+    out = io.StringIO()
+    console = Console(file=out, width=160, force_terminal=False)
+    error = ""
+    t0 = time.perf_counter()
+    with contextlib.redirect_stderr(io.StringIO()):
+        try:
+            code = int(args.run(args, console) or 0)
+        except FleetlabError as exc:  # as cli.main reports it
+            code, error = 2, str(exc)
+    wall = time.perf_counter() - t0
+    if code and not error:
+        error = f"exit code {code}: {out.getvalue().strip().splitlines()[-1:]}"
+    return {
+        "name": "demo",
+        "backend": backend_name,
+        "argv": argv,
+        "wall_seconds": wall,
+        "exit_code": code,
+        "output_chars": len(out.getvalue()),
+        "error": error,
+        "rows": [row("fleetlab demo", backend_name, wall, "s", note=error)],
+    }
+
+
+def bench_envelopes(count: int, label: str, *, classes: Sequence[str]) -> list[Envelope]:
+    """``count`` distinct step requests spread over ``classes``."""
+    return [
+        Envelope(trace_id=f"{label}-{i}", conversation_id=f"{label}-{i // 15}", step=i % 15,
+                 agent_class=classes[i % len(classes)], payload={"question": f"task {i}"})
+        for i in range(count)
+    ]
