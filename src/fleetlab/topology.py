@@ -136,7 +136,8 @@ class Topology:
 
     def resources(self) -> list[tuple[str, str]]:
         """(kind, name) of everything made, in creation order."""
-        return [(kind, name) for kind, name in (entry[0].split(":", 1) for entry in self._undo)]
+        made = (label.split(":", 1) for label, _ in self._undo)
+        return [(kind, name) for kind, name in made]
 
     def teardown(self) -> list[str]:
         """Delete everything made, newest first. Returns problems met (empty when clean)."""
