@@ -122,8 +122,8 @@ class IdempotencyStore:
         A lease that ran out unnoticed is fine: nobody took it over, so the
         record is still ours.
         """
-        try:
-            self.dynamodb.update_item(
+        saved = _conditionally(
+            lambda: self.dynamodb.update_item(
                 TableName=self.table,
                 Key=_key(claim.key, claim.consumer),
                 UpdateExpression="SET #status = :done, #result = :result",
@@ -135,20 +135,19 @@ class IdempotencyStore:
                     ":owner": {"S": claim.owner},
                 },
             )
-        except ClientError as exc:
-            if _code(exc) != "ConditionalCheckFailedException":
-                raise
+        )
+        if not saved:
             raise LeaseLost(
                 f"{claim.key}/{claim.consumer} was reclaimed by another worker before the result was saved; "
                 "leave the message for redelivery"
-            ) from exc
+            )
 
     def extend(self, claim: Claim) -> Claim:
         """Renew the lease for another ``lease_seconds``. Raises LeaseLost if it is no longer ours."""
         now = self.clock.now()
         lease_until = now + self.lease_seconds
-        try:
-            self.dynamodb.update_item(
+        renewed = _conditionally(
+            lambda: self.dynamodb.update_item(
                 TableName=self.table,
                 Key=_key(claim.key, claim.consumer),
                 UpdateExpression="SET lease_until = :until",
@@ -160,42 +159,22 @@ class IdempotencyStore:
                     ":inprogress": {"S": INPROGRESS},
                 },
             )
-        except ClientError as exc:
-            if _code(exc) != "ConditionalCheckFailedException":
-                raise
-            raise LeaseLost(f"lease on {claim.key}/{claim.consumer} is no longer held by this worker") from exc
+        )
+        if not renewed:
+            raise LeaseLost(f"lease on {claim.key}/{claim.consumer} is no longer held by this worker")
         return Claim(claim.key, claim.consumer, claim.owner, lease_until, claim.reclaimed_from)
 
     def release(self, claim: Claim) -> None:
         """Drop our in-progress record after a failure, so a retry can claim at once."""
-        try:
-            self.dynamodb.delete_item(
+        _conditionally(
+            lambda: self.dynamodb.delete_item(
                 TableName=self.table,
                 Key=_key(claim.key, claim.consumer),
                 ConditionExpression="#owner = :owner AND #status = :inprogress",
                 ExpressionAttributeNames={"#owner": "owner", "#status": "status"},
                 ExpressionAttributeValues={":owner": {"S": claim.owner}, ":inprogress": {"S": INPROGRESS}},
             )
-        except ClientError as exc:
-            if _code(exc) != "ConditionalCheckFailedException":
-                raise
-
-    def run_once(self, key: str, consumer: str, work: Callable[[], Any]) -> tuple[Any, bool]:
-        """Run ``work`` at most once per (key, consumer) within the window.
-
-        Returns (result, ran_now). A failing ``work`` releases the claim and
-        re-raises; AlreadyInProgress and LeaseLost propagate.
-        """
-        outcome = self.claim(key, consumer)
-        if isinstance(outcome, Completed):
-            return outcome.result, False
-        try:
-            result = work()
-        except BaseException:
-            self.release(outcome)
-            raise
-        self.complete(outcome, result)
-        return result, True
+        )
 
     def record(self, key: str, consumer: str) -> dict[str, Any] | None:
         """The stored record as plain values, or None."""
@@ -225,6 +204,17 @@ def _number(value: float) -> dict[str, str]:
 def _plain(value: dict[str, Any]) -> Any:
     (kind, raw), = value.items()
     return float(raw) if kind == "N" else raw
+
+
+def _conditionally(write: Callable[[], Any]) -> bool:
+    """Run one conditional write; False when DynamoDB found its condition false."""
+    try:
+        write()
+    except ClientError as exc:
+        if _code(exc) != "ConditionalCheckFailedException":
+            raise
+        return False
+    return True
 
 
 def _code(exc: ClientError) -> str:

@@ -103,11 +103,6 @@ def banner(lab: Lab) -> str:
     return "\n".join(lines)
 
 
-def current() -> Lab | None:
-    """The lab started in this process, if any."""
-    return _current
-
-
 def active_backend() -> Backend:
     """The running lab's backend, or a default backend opened on first use (closed at exit)."""
     global _lazy_backend

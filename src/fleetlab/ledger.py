@@ -82,8 +82,3 @@ class EffectsLedger:
             duplicated=sum(n - 1 for n in counts.values()),
             lost=len(self.lost(expected)),
         )
-
-    def clear(self) -> None:
-        """Forget every effect (between runs of one experiment)."""
-        with self._lock:
-            self._effects.clear()

@@ -51,22 +51,6 @@ class Tracer:
         with self._lock:
             return list(dict.fromkeys(h.trace_id for h in self._hops))
 
-    def rows(self, trace_id: str) -> list[dict[str, Any]]:
-        """The timeline as table rows, with seconds since the trace's first hop."""
-        hops = self.timeline(trace_id)
-        if not hops:
-            return []
-        start = hops[0].at
-        return [
-            {
-                "t+s": round(h.at - start, 3),
-                "hop": h.name,
-                "component": h.component,
-                **{k: v for k, v in h.attrs.items()},
-            }
-            for h in hops
-        ]
-
     def table(self, trace_id: str) -> Table:
         """The trace's hops as a table: time since the first hop (0.1 s), hop and component."""
         hops = self.timeline(trace_id)
