@@ -11,17 +11,16 @@ import pytest
 from rich.console import Console
 
 from fleetlab import bench
-from fleetlab.backends import open_backend
-from fleetlab.idempotency import COMPLETED, Completed, IdempotencyStore
-from fleetlab.topology import AgentClass, TopologySpec
+from fleetlab.cli import build_parser
+from fleetlab.aws.backends import open_backend
+from fleetlab.state.idempotency import COMPLETED, Completed, IdempotencyStore
+from fleetlab.aws.topology import AgentClass, TopologySpec
 
 ONE_STEP = ["sqs.ReceiveMessage > dynamodb.PutItem > dynamodb.UpdateItem > sqs.DeleteMessage"]
 
 
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="fleetlab")
-    bench.add_command(top.add_subparsers(dest="command", required=True))
-    return top
+    return build_parser()
 
 
 def test_the_library_and_raw_paths_make_the_same_boto3_calls():
@@ -73,7 +72,7 @@ def test_a_run_saves_json_with_timestamp_machine_and_rows(tmp_path):
     args = parser().parse_args(["bench", "--backends", "moto", "--steps", "10", "--only", "pipeline,clock",
                                 "--out", str(out)])
     printed = io.StringIO()
-    assert bench.run(args, Console(file=printed, width=200)) == 0
+    assert args.run(args, Console(file=printed, width=200)) == 0
     saved = json.loads(out.read_text())
     assert {"timestamp", "machine", "settings", "results", "rows"} <= set(saved)
     assert {"cpu_count", "python"} <= set(saved["machine"])
@@ -114,7 +113,7 @@ def test_the_plan_follows_only_and_backends():
 
 
 def test_the_demo_runs_in_process_with_its_output_captured(capsys):
-    result = bench.demo_wall_time("moto", "--events", "2", "--orchestrated", "0")
+    result = bench.demo_wall_time("moto", events=2, orchestrated=0)
     assert result["exit_code"] == 0 and not result["error"]
     assert result["wall_seconds"] > 0 and result["output_chars"] > 0
     assert capsys.readouterr().out == ""

@@ -9,12 +9,12 @@ import json
 
 import pytest
 
-from fleetlab.backends import open_backend
-from fleetlab.envelope import Envelope
+from fleetlab.aws.backends import open_backend
+from fleetlab.events.envelope import Envelope
 from fleetlab.faults import FaultPlan
-from fleetlab.model import FakeModel
+from fleetlab.agents.model import FakeModel
 from fleetlab.pipeline import Fleet
-from fleetlab.topology import new_prefix, provision
+from fleetlab.aws.topology import new_prefix, provision
 
 STEPS = 1_000
 CHUNK = 50  # keep queues shallow: moto's calls slow down with queue depth

@@ -24,14 +24,14 @@ def test_real_aws_is_refused_without_the_opt_in():
         [sys.executable, "-m", "fleetlab.cli", "demo"], env=env, capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 2
-    assert "FLEETLAB_ALLOW_REAL_AWS=1" in done.stdout
+    assert "FLEETLAB_ALLOW_REAL_AWS=1" in done.stderr
 
 
 def test_an_unknown_backend_is_named(monkeypatch, capsys):
     monkeypatch.setenv("FLEETLAB_BACKEND", "mtoo")
     assert main(["demo"]) == 2
-    out = capsys.readouterr().out
-    assert "'mtoo'" in out and "moto-server" in out
+    err = capsys.readouterr().err
+    assert "'mtoo'" in err and "moto-server" in err
 
 
 def test_a_bad_flag_names_the_flag(capsys):
@@ -56,5 +56,5 @@ def test_real_aws_without_credentials_says_what_to_do(tmp_path):
         [sys.executable, "-m", "fleetlab.cli", "demo"], env=env, capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 2
-    assert "could not identify the AWS account" in done.stdout
-    assert "aws configure" in done.stdout
+    assert "could not identify the AWS account" in done.stderr
+    assert "aws configure" in done.stderr

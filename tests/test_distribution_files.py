@@ -2,7 +2,7 @@
 
 ``environment.yml`` (conda) must carry pyproject's pins exactly; ``docker-compose.yml``
 must pin its images, publish ports on loopback only, keep secrets out of the file, and
-set the environment variables that ``fleetlab.backends`` reads. Docker is not needed:
+set the environment variables that ``fleetlab.aws.backends`` reads. Docker is not needed:
 the files are parsed, not run.
 """
 
@@ -206,7 +206,7 @@ def test_the_library_reads_the_variables_compose_sets(compose: dict, monkeypatch
     The endpoint's host is swapped for a closed loopback port, so the backend must
     fail to reach exactly that address: proof that both names are read.
     """
-    from fleetlab.backends import open_backend
+    from fleetlab.aws.backends import open_backend
     from fleetlab.errors import BackendUnavailable
 
     closed = _closed_loopback_url()

@@ -17,7 +17,7 @@ import pytest
 from rich.table import Table
 
 from fleetlab import fidelity
-from fleetlab.backends import Backend, open_backend
+from fleetlab.aws.backends import Backend, open_backend
 from fleetlab.clock import RealClock
 from fleetlab.errors import ConfigError
 from fleetlab.fidelity import FidelityTable, Feature, Finding, Probe, probe

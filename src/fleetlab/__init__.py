@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .envelope import Envelope
+from .events.envelope import Envelope
 from .errors import FleetlabError
 from .faults import Crash, CrashPoint, FaultPlan
 from .lab import Lab, start

@@ -14,11 +14,11 @@ import atexit
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .backends import Backend, open_backend
+from .aws.backends import Backend, open_backend
 from .faults import FaultPlan
-from .model import FakeModel
+from .agents.model import FakeModel
 from .pipeline import Fleet
-from .topology import Topology, TopologySpec, new_prefix, provision
+from .aws.topology import Topology, TopologySpec, new_prefix, provision
 
 if TYPE_CHECKING:
     from .fidelity import FidelityTable

@@ -15,17 +15,18 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import stepfunctions
-from .backends import Backend
-from .envelope import ClaimCheck, Envelope, batches
+from .agents.model import FakeModel
+from .aws.backends import Backend
+from .aws.topology import Topology
 from .errors import EnvelopeError, FleetlabError, ModelError
+from .events.envelope import Envelope, batches
 from .faults import FaultPlan
-from .idempotency import Completed, IdempotencyStore
 from .ledger import EffectsLedger
-from .model import FakeModel
-from .topology import Topology
+from .sqs.worker import Delivery, HandleOutcome, QueueWorker
+from .state.claimcheck import ClaimCheck
+from .state.idempotency import Completed, IdempotencyStore
+from .stepfunctions import callbacks, executions
 from .tracing import Tracer
-from .workers import Delivery, HandleOutcome, QueueWorker
 
 
 @dataclass
@@ -129,7 +130,7 @@ class Fleet:
         if not self.topology.state_machine_arn:
             raise FleetlabError("this topology has no orchestrator; provision with TopologySpec(orchestrator=True)")
         detail = self.claimcheck.offload(envelope, always=True).detail()
-        execution_arn = stepfunctions.start_execution(self.sfn, self.topology.state_machine_arn, detail)
+        execution_arn = executions.start_execution(self.sfn, self.topology.state_machine_arn, detail)
         self.submitted.append(envelope.trace_id)
         self.executions[envelope.trace_id] = execution_arn
         self.tracer.record(
@@ -179,7 +180,7 @@ class Fleet:
             self.store.complete(claim, result)
             self._trace(step, "completed", delivery, latency_s=round(answer.latency, 1))
         if step.task_token:
-            callback = stepfunctions.send_success(self.sfn, step.task_token, result)
+            callback = callbacks.send_success(self.sfn, step.task_token, result)
             self._trace(step, "callback", delivery, accepted=callback.accepted, error=callback.error_code)
             if callback.accepted:
                 self.callbacks[step.trace_id] = step.task_token
@@ -253,14 +254,14 @@ class Fleet:
     def _await_execution(self, trace_id: str, execution_arn: str, *, timeout: float, grace: float) -> str:
         token = self.callbacks.get(trace_id)
         if token is None:
-            return stepfunctions.wait_for_execution(self.sfn, execution_arn, timeout=timeout)["status"]
+            return executions.wait_for_execution(self.sfn, execution_arn, timeout=timeout)["status"]
         try:
-            return stepfunctions.wait_for_execution(self.sfn, execution_arn, timeout=grace)["status"]
+            return executions.wait_for_execution(self.sfn, execution_arn, timeout=grace)["status"]
         except FleetlabError:
-            nudge = stepfunctions.send_heartbeat(self.sfn, token)
+            nudge = callbacks.send_heartbeat(self.sfn, token)
             self.tracer.record(trace_id, "callback_nudged", at=self.clock.now(), component="orchestrator",
                                accepted=nudge.accepted)
-        return stepfunctions.wait_for_execution(self.sfn, execution_arn, timeout=max(timeout - grace, 0.1))["status"]
+        return executions.wait_for_execution(self.sfn, execution_arn, timeout=max(timeout - grace, 0.1))["status"]
 
     def _awaiting_first_delivery(self, trace_ids: list[str]) -> bool:
         return any(all(h.name != "received" for h in self.tracer.timeline(t)) for t in trace_ids)

@@ -12,7 +12,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from .tables import Table
+from .notebook.tables import Table
 
 
 @dataclass(frozen=True)

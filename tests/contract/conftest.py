@@ -10,8 +10,8 @@ import os
 
 import pytest
 
-from fleetlab.backends import open_backend
-from fleetlab.topology import AgentClass, TopologySpec, new_prefix, provision
+from fleetlab.aws.backends import open_backend
+from fleetlab.aws.topology import AgentClass, TopologySpec, new_prefix, provision
 
 CONTRACT_BACKENDS = [
     name.strip() for name in os.environ.get("FLEETLAB_CONTRACT_BACKENDS", "moto,moto-server").split(",") if name.strip()

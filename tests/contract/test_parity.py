@@ -10,11 +10,12 @@ import uuid
 
 import pytest
 
-from fleetlab import dlq, stepfunctions
-from fleetlab.envelope import Envelope
+from fleetlab.sqs import dlq
+from fleetlab.stepfunctions import asl, callbacks, executions
+from fleetlab.events.envelope import Envelope
 from fleetlab.fidelity import probe
 from fleetlab.pipeline import Fleet
-from fleetlab.topology import experiment_queue, new_prefix
+from fleetlab.aws.topology import experiment_queue, new_prefix
 
 pytestmark = pytest.mark.contract
 
@@ -83,11 +84,11 @@ def callback_machine(backend, queue_url, *, timeout, heartbeat=None):
     if heartbeat:
         task["HeartbeatSeconds"] = heartbeat
     definition = {"StartAt": "Dispatch", "States": {"Dispatch": task, "Parked": {"Type": "Pass", "End": True}}}
-    stepfunctions.validate_asl(definition)
+    asl.validate_asl(definition)
     sfn = backend.client("stepfunctions")
     return sfn.create_state_machine(
         name=f"{new_prefix('ct')}callback", definition=json.dumps(definition),
-        roleArn=stepfunctions.emulator_role_arn(backend.account_id),
+        roleArn=asl.emulator_role_arn(backend.account_id),
     )["stateMachineArn"]
 
 
@@ -102,7 +103,7 @@ def take_token(backend, queue_url, *, seconds=15):
 
 
 def final_error(backend, execution_arn):
-    rows = stepfunctions.history(backend.client("stepfunctions"), execution_arn)
+    rows = executions.history(backend.client("stepfunctions"), execution_arn)
     failed = [r for r in rows if r.type in ("ExecutionFailed", "TaskTimedOut", "TaskFailed")]
     return failed[-1].detail.split(":", 1)[0] if failed else ""
 
@@ -116,26 +117,26 @@ def token_queue(backend):
 def test_a_callback_failure_is_caught_by_its_error_name(backend, token_queue):
     sfn = backend.client("stepfunctions")
     machine = callback_machine(backend, token_queue.url, timeout=30)
-    execution = stepfunctions.start_execution(sfn, machine, {"alert": "alert-1"})
+    execution = executions.start_execution(sfn, machine, {"alert": "alert-1"})
     token = take_token(backend, token_queue.url)
-    assert stepfunctions.send_failure(sfn, token, "AgentFailed", "tool output unparseable").accepted
-    assert stepfunctions.wait_for_execution(sfn, execution)["status"] == "SUCCEEDED"  # via the Catch
-    assert "AgentFailed" in [r.detail.split(":", 1)[0] for r in stepfunctions.history(sfn, execution)]
+    assert callbacks.send_failure(sfn, token, "AgentFailed", "tool output unparseable").accepted
+    assert executions.wait_for_execution(sfn, execution)["status"] == "SUCCEEDED"  # via the Catch
+    assert "AgentFailed" in [r.detail.split(":", 1)[0] for r in executions.history(sfn, execution)]
 
 
 def test_a_task_with_no_callback_times_out(backend, token_queue):
     sfn = backend.client("stepfunctions")
     machine = callback_machine(backend, token_queue.url, timeout=2)
-    execution = stepfunctions.start_execution(sfn, machine, {"alert": "alert-2"})
-    assert stepfunctions.wait_for_execution(sfn, execution, timeout=20)["status"] == "FAILED"
+    execution = executions.start_execution(sfn, machine, {"alert": "alert-2"})
+    assert executions.wait_for_execution(sfn, execution, timeout=20)["status"] == "FAILED"
     assert final_error(backend, execution) == "States.Timeout"
 
 
 def test_a_missed_heartbeat_fails_the_task(backend, token_queue, fidelity):
     sfn = backend.client("stepfunctions")
     machine = callback_machine(backend, token_queue.url, timeout=20, heartbeat=1)
-    execution = stepfunctions.start_execution(sfn, machine, {"alert": "alert-3"})
-    assert stepfunctions.wait_for_execution(sfn, execution, timeout=20)["status"] == "FAILED"
+    execution = executions.start_execution(sfn, machine, {"alert": "alert-3"})
+    assert executions.wait_for_execution(sfn, execution, timeout=20)["status"] == "FAILED"
     expect(fidelity, "stepfunctions.heartbeat_timeout_error", final_error(backend, execution),
            aws="States.HeartbeatTimeout")
 
@@ -143,14 +144,14 @@ def test_a_missed_heartbeat_fails_the_task(backend, token_queue, fidelity):
 def test_heartbeats_keep_a_long_task_alive(backend, token_queue):
     sfn = backend.client("stepfunctions")
     machine = callback_machine(backend, token_queue.url, timeout=30, heartbeat=4)
-    execution = stepfunctions.start_execution(sfn, machine, {"alert": "alert-4"})
+    execution = executions.start_execution(sfn, machine, {"alert": "alert-4"})
     token = take_token(backend, token_queue.url)
     beats_until = time.monotonic() + 6  # half as long again as the heartbeat window
     while time.monotonic() < beats_until:
-        assert stepfunctions.send_heartbeat(sfn, token).accepted
+        assert callbacks.send_heartbeat(sfn, token).accepted
         time.sleep(0.5)
-    assert stepfunctions.send_success(sfn, token, {"ok": True}).accepted
-    assert stepfunctions.wait_for_execution(sfn, execution)["status"] == "SUCCEEDED"
+    assert callbacks.send_success(sfn, token, {"ok": True}).accepted
+    assert executions.wait_for_execution(sfn, execution)["status"] == "SUCCEEDED"
 
 
 def test_an_archived_event_replays_with_its_replay_name(backend, topology, fidelity):

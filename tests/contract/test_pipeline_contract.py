@@ -5,12 +5,13 @@ import time
 
 import pytest
 
-from fleetlab.envelope import Envelope
+from fleetlab.events.envelope import Envelope
 from fleetlab.faults import Crash, CrashPoint, FaultPlan
 from fleetlab.ledger import EffectsLedger
-from fleetlab.model import FakeModel, LatencyProfile
+from fleetlab.agents.model import FakeModel, LatencyProfile
 from fleetlab.pipeline import Fleet
-from fleetlab.workers import BatchPoller, QueueWorker
+from fleetlab.sqs.esm import BatchPoller
+from fleetlab.sqs.worker import QueueWorker
 
 pytestmark = pytest.mark.contract
 

@@ -37,7 +37,22 @@ def test_points_are_written_plainly():
 
 
 class FakeShell:
+    """Just enough of IPython's shell: the execution count and the display formatter registry."""
+
     execution_count = 1
+
+    def __init__(self):
+        self.formatters = {}
+        registry = self.formatters
+
+        class Formatter:
+            def for_type(self, kind, printer):
+                registry[kind] = printer
+
+        class DisplayFormatter:
+            ipython_display_formatter = Formatter()
+
+        self.display_formatter = DisplayFormatter()
 
 
 @pytest.fixture
@@ -53,10 +68,10 @@ def test_a_result_shows_once_per_cell_even_when_it_is_also_the_cells_value(shell
     fake, shown = shell
     checked = result()
     display.show(checked)  # check() displays it
-    checked._ipython_display_()  # IPython's display hook on the returned value
+    fake.formatters[CheckResult](checked)  # IPython's display hook on the returned value
     assert len(shown) == 1
     fake.execution_count = 2
-    checked._ipython_display_()  # evaluated again in a later cell: shown again
+    fake.formatters[CheckResult](checked)  # evaluated again in a later cell: shown again
     assert len(shown) == 2
     assert set(shown[0]) == {"text/plain", "text/html"}
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from fleetlab.grading.__main__ import main
+from fleetlab.cli import main
 from fleetlab.grading.executor import NotebookKernel
 from fleetlab.grading.sandbox import kernel_env
 

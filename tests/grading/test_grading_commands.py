@@ -4,7 +4,7 @@ import nbformat
 from nbformat.v4 import new_code_cell, new_notebook
 
 from fleetlab.grading import check
-from fleetlab.grading.__main__ import main
+from fleetlab.cli import main
 from fleetlab.grading.checks import lab00
 
 

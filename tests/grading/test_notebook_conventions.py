@@ -38,7 +38,7 @@ def test_the_student_notebook_runs_without_error_and_every_check_says_not_yet(tm
 
 def test_assign_check_passes_on_the_committed_student_notebook(tmp_path):
     lab = FIXTURES / "lab"
-    args = ["-m", "fleetlab.grading", "assign", "--check", "--solutions", str(lab / "solutions"), "--out", str(lab)]
+    args = ["-m", "fleetlab.cli", "assign", "--check", "--solutions", str(lab / "solutions"), "--out", str(lab)]
     done = run(args, tmp_path)
     assert done.returncode == 0, done.stderr
     assert "up to date" in done.stdout

@@ -8,9 +8,9 @@ from fleetlab.clock import VirtualClock
 from fleetlab.errors import AslError, ConfigError, InvalidInput, WorkerCrashed
 from fleetlab.faults import Crash, CrashPoint, FaultPlan
 from fleetlab.ledger import EffectsLedger
-from fleetlab.model import FakeModel, LatencyProfile
-from fleetlab.stepfunctions import orchestrator_definition, validate_asl
-from fleetlab.topology import AgentClass, TopologySpec, visibility_for
+from fleetlab.agents.model import FakeModel, LatencyProfile
+from fleetlab.stepfunctions.asl import orchestrator_definition, validate_asl
+from fleetlab.aws.topology import AgentClass, TopologySpec, visibility_for
 
 
 @pytest.fixture

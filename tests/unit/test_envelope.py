@@ -3,7 +3,7 @@ from dataclasses import replace
 
 import pytest
 
-from fleetlab.envelope import (
+from fleetlab.events.envelope import (
     PUT_EVENTS_REQUEST_LIMIT,
     REQUESTED,
     Envelope,

@@ -8,7 +8,7 @@ cleans up, and returns a plain dict (JSON-ready) holding table ``rows`` and
 its details; they compose in ``run`` and each can be called alone:
 
 =================== ===========================================================
-``pipeline``        steps/s through bus -> rule -> queue -> worker -> store
+``throughput``      steps/s through bus -> rule -> queue -> worker -> store
 ``overhead``        one step through the library vs the same boto3 calls raw,
                     side by side in alternating blocks
 ``clock``           simulated seconds per wall second of a one-worker fleet
@@ -20,7 +20,7 @@ its details; they compose in ``run`` and each can be called alone:
 
 measure → report:
 
-* ``pipeline``: the message loop's throughput, the virtual clock's ratio
+* ``throughput``: the message loop's throughput, the virtual clock's ratio
   (and the fleet day, reported, not faked) and the demo's wall time.
 * ``overhead``: the library vs raw boto3, side by side, with the botocore
   call counter and the raw step.
@@ -29,7 +29,7 @@ measure → report:
 * ``scaffold``: what the backend measurements stand on: a backend with a
   throwaway topology, and a model too fast to dominate.
 * ``report``: result rows, the rich table, the JSON document, machine info.
-* ``command``: ``fleetlab bench``'s flags, the measurement plan and ``run``.
+* ``suite``: the measurement plan, ``run`` and the course total (``fleetlab bench`` is in ``cli.bench``).
 
 Only one backend is open at a time in this process: every measurement opens
 its backend, uses it and closes it before the next starts. Timings use
@@ -38,16 +38,15 @@ Goals come from the course's Targets table; a missed goal is reported, it
 does not fail the command.
 """
 
-from .command import MEASUREMENTS, add_command, course_total, guarded, measurement_plan, run
+from .suite import MEASUREMENTS, course_total, guarded, measurement_plan, run
 from .notebooks import grade_throughput, lab_goal, lab_run_times
 from .overhead import CallCounter, library_overhead, overhead_body, raw_step, send_bodies
-from .pipeline import demo_wall_time, pipeline_throughput, simulated_fleet_day, virtual_clock_ratio
+from .throughput import demo_wall_time, pipeline_throughput, simulated_fleet_day, virtual_clock_ratio
 from .scaffold import provisioned
 
 __all__ = [
     "MEASUREMENTS",
     "CallCounter",
-    "add_command",
     "course_total",
     "demo_wall_time",
     "grade_throughput",

@@ -10,13 +10,13 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..envelope import REQUESTED, SOURCE, Envelope
+from ..events.envelope import REQUESTED, SOURCE, Envelope
 from ..errors import FleetlabError
-from ..idempotency import COMPLETED, INPROGRESS
-from ..model import FakeModel
+from ..state.idempotency import COMPLETED, INPROGRESS
+from ..agents.model import FakeModel
 from ..pipeline import Fleet
-from ..topology import AgentClass, TopologySpec
-from ..workers import parse_body
+from ..aws.topology import AgentClass, TopologySpec
+from ..sqs.worker import parse_body
 from .report import row
 from .scaffold import TINY_LATENCY, provisioned
 

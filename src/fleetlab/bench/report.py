@@ -7,11 +7,12 @@ import os
 import platform
 from collections.abc import Sequence
 from datetime import datetime
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 from rich.table import Table
+
+from ..versions import package_version
 
 PACKAGES = ("fleetlab", "boto3", "botocore", "moto", "time-machine", "jsonschema", "nbclient", "ipykernel", "rich")
 
@@ -70,7 +71,7 @@ def machine_info() -> dict[str, Any]:
         "implementation": platform.python_implementation(),
         "platform": platform.platform(),
         "machine": platform.machine(),
-        "packages": {name: _version(name) for name in PACKAGES},
+        "packages": {name: package_version(name) for name in PACKAGES},
     }
 
 
@@ -96,10 +97,3 @@ def _fmt(value: float) -> str:
     if abs(value) >= 10:
         return f"{value:.2f}"
     return f"{value:.3f}"
-
-
-def _version(package: str) -> str:
-    try:
-        return version(package)
-    except PackageNotFoundError:
-        return "not installed"

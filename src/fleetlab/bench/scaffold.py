@@ -5,9 +5,9 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from ..backends import Backend, open_backend
-from ..model import LatencyProfile
-from ..topology import Topology, TopologySpec, new_prefix, provision
+from ..aws.backends import Backend, open_backend
+from ..agents.model import LatencyProfile
+from ..aws.topology import Topology, TopologySpec, new_prefix, provision
 
 TINY_LATENCY = LatencyProfile(p50=0.001, p95=0.002)  # seconds: the model's clock must not dominate
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import boto3
 
-from ..backends import Backend
+from ..aws.backends import Backend
 from ..errors import ConfigError
 from . import probes
 from .probes.base import Observation

@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..backends import BACKEND_NAMES, open_backend
+from ..aws.backends import BACKEND_NAMES, open_backend
 from ..errors import BackendUnavailable
 from .cache import probe
 from .table import FidelityTable, render_markdown

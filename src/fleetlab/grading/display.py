@@ -2,7 +2,8 @@
 
 Only public cases are ever listed. A result shows once per cell: ``check()``
 displays it, and the same object returned as the cell's value does not show
-a second time (a later cell that evaluates it shows it again).
+a second time (a later cell that evaluates it shows it again). ``show``
+registers itself with IPython as the display of every ``CheckResult``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ def show(result: CheckResult) -> None:
     if shell is None:
         print(as_text(result))
         return
+    _register(shell)
     if result._shown_in == shell.execution_count:
         return
     result._shown_in = shell.execution_count
@@ -71,6 +73,11 @@ def format_points(points: float) -> str:
 def _case_marks(result: CheckResult) -> str:
     public = [case for case in result.cases if not case.hidden]
     return " · ".join(f"{SYMBOL.get(case.status, '-')} {case.name}" for case in public)
+
+
+def _register(shell: Any) -> None:
+    """Make IPython display a CheckResult (a cell's value, say) with ``show``."""
+    shell.display_formatter.ipython_display_formatter.for_type(CheckResult, show)
 
 
 def _ipython() -> Any:

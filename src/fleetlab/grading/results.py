@@ -32,7 +32,7 @@ class CaseResult:
 
 @dataclass
 class CheckResult:
-    """A check's verdict on one answer; shows itself once in Jupyter (see ``display``)."""
+    """A check's verdict on one answer (``display`` renders it)."""
 
     id: str
     title: str
@@ -46,16 +46,6 @@ class CheckResult:
     @property
     def passed(self) -> bool:
         return self.status == PASS
-
-    def _ipython_display_(self) -> None:
-        from .display import show
-
-        show(self)
-
-    def __str__(self) -> str:
-        from .display import as_text
-
-        return as_text(self)
 
 
 def conclude(check_id: str, title: str, max_points: float, cases: list[CaseResult]) -> CheckResult:

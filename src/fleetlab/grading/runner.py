@@ -54,7 +54,7 @@ class CheckContext:
 
     def fresh_prefix(self) -> str:
         """A fresh resource-name prefix such as ``fl-01-3fa9c2-``."""
-        from ..topology import new_prefix
+        from ..aws.topology import new_prefix
 
         return new_prefix(self.check_id.split(".", 1)[0])
 

@@ -8,7 +8,7 @@ table is still built.
 
 from __future__ import annotations
 
-from ...backends import Backend
+from ...aws.backends import Backend
 from ..table import Finding
 from . import dynamodb, events, sqs, stepfunctions
 from .base import Feature, Observation, Probe

@@ -27,7 +27,7 @@ _ENVELOPE_FIELDS = ("version", "id", "detail-type", "source", "account", "time",
         "events.put_events_entry_size",
         "PutEvents with one 1.1 MB entry",
         aws="rejected: a request (and so an entry) must stay under 1 MB",
-        workaround="fleetlab.envelope does the 1 MB arithmetic itself and claim-checks big payloads to S3",
+        workaround="fleetlab.events.envelope does the 1 MB arithmetic itself and claim-checks big payloads to S3",
     )
 )
 def _put_events_entry_size(scratch: Scratch) -> Observation:
@@ -70,7 +70,7 @@ def _delivered_envelope(scratch: Scratch) -> Observation:
         "events.target_dead_letter",
         "Rule target whose queue does not exist, with RetryPolicy and a DeadLetterConfig",
         aws="PutEvents succeeds; the event goes to the target's DLQ (a missing resource skips the retries)",
-        workaround="fleetlab.topology makes targets before rules; labs show target DLQs only where this matches",
+        workaround="fleetlab.aws.topology makes targets before rules; labs show target DLQs only where this matches",
     )
 )
 def _target_dead_letter(scratch: Scratch) -> Observation:

@@ -20,7 +20,7 @@ import boto3
 import botocore.config
 from botocore.exceptions import ClientError
 
-from ...backends import Backend
+from ...aws.backends import Backend
 
 _log = logging.getLogger(__name__)
 

@@ -21,10 +21,10 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ...experiments import first_duplicate_story, race, send_alerts
-from ...model import FakeModel, LatencyProfile
-from ...topology import experiment_queue
-from ...workers import QueueWorker
+from ...experiments.delivery import first_duplicate_story, race, send_alerts
+from ...agents.model import FakeModel, LatencyProfile
+from ...aws.topology import experiment_queue
+from ...sqs.worker import QueueWorker
 from ..registry import Case, CaseOutcome, WrongAnswer, register
 
 MEASURED = 200  # step times handed to the learner

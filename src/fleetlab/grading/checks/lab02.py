@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import FleetlabError
-from ...experiments import deliver_under_chaos
+from ...experiments.delivery import deliver_under_chaos
 from ...faults import Crash, CrashPoint, FaultPlan, Latency
-from ...idempotency import COMPLETED, Completed, IdempotencyStore
-from ...topology import experiment_queue, experiment_table
+from ...state.idempotency import COMPLETED, Completed, IdempotencyStore
+from ...aws.topology import experiment_queue, experiment_table
 from ..registry import Case, CaseOutcome, WrongAnswer, register
 
 CONSUMER = "ticketing"

@@ -13,8 +13,8 @@ import math
 import random
 from dataclasses import dataclass, field
 
-from .clock import Clock
-from .errors import InvalidInput, ModelError
+from ..clock import Clock
+from ..errors import InvalidInput, ModelError
 
 Z95 = 1.6448536269514722  # the standard normal's 95th percentile
 

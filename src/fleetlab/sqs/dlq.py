@@ -13,9 +13,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from .backends import Backend
-from .errors import FleetlabError
-from .topology import WorkQueue
+from ..aws.backends import Backend
+from ..errors import FleetlabError
+from ..aws.topology import WorkQueue
 
 MOVE_TASK_FEATURE = "sqs.start_message_move_task"
 
@@ -35,7 +35,7 @@ def redrive(backend: Backend, queue: WorkQueue, *, limit: int | None = None, tim
     receive-send-delete fallback. Raises FleetlabError if a move task does
     not finish within ``timeout`` real seconds (it keeps running on the service).
     """
-    from .fidelity import probe
+    from ..fidelity import probe
 
     if limit is None and not probe(backend).diverges(MOVE_TASK_FEATURE):
         return Redrive(_move_task(backend, queue, timeout), "StartMessageMoveTask")

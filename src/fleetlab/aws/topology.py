@@ -28,9 +28,10 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from . import envelope, stepfunctions
+from ..events import envelope
+from ..stepfunctions import asl
 from .backends import Backend
-from .errors import InvalidInput, ProvisionError
+from ..errors import InvalidInput, ProvisionError
 
 MAX_VISIBILITY_SECONDS = 43_200  # SQS cap: 12 hours
 DAY = 86_400
@@ -327,7 +328,7 @@ def _make_rule(topology: Topology, agent_class: AgentClass) -> None:
 def _make_orchestrator(topology: Topology) -> None:
     sfn = topology.backend.client("stepfunctions")
     name = f"{topology.prefix}orchestrator"
-    definition = stepfunctions.orchestrator_definition(
+    definition = asl.orchestrator_definition(
         bus_name=topology.bus_name,
         timeout_seconds=topology.spec.callback_timeout_seconds,
         heartbeat_seconds=topology.spec.callback_heartbeat_seconds,
@@ -345,7 +346,7 @@ def _make_orchestrator(topology: Topology) -> None:
 def _orchestrator_role(topology: Topology) -> str:
     """An execution role that may put events on the bus; emulators accept any role of the account."""
     if topology.backend.is_emulated:
-        return stepfunctions.emulator_role_arn(topology.backend.account_id)
+        return asl.emulator_role_arn(topology.backend.account_id)
     iam = topology.backend.client("iam")
     name = f"{topology.prefix}orchestrator"
     trust = {

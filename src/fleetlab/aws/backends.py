@@ -32,8 +32,9 @@ from typing import Any
 import boto3
 import botocore.config
 
-from .clock import Clock, RealClock, VirtualClock
-from .errors import BackendUnavailable, ConfigError, RealAwsRefused
+from ..clock import Clock, RealClock, VirtualClock
+from ..errors import BackendUnavailable, ConfigError, RealAwsRefused
+from ..versions import package_version
 
 BACKEND_NAMES = ("moto", "moto-server", "localstack", "aws")
 DEFAULT_REGION = "us-east-1"
@@ -147,7 +148,7 @@ def _open_moto() -> Backend:
         clock=clock,
         make_client=lambda service: session.client(service, config=_retry_config()),
         serialise_receives=True,
-        details={"emulator": "moto (in-process)", "version": _version("moto")},
+        details={"emulator": "moto (in-process)", "version": package_version("moto")},
     )
     backend._on_close += [mock.stop, clock.close]
     return backend
@@ -176,7 +177,7 @@ def _open_moto_server() -> Backend:
             service, endpoint_url=endpoint, config=_retry_config()
         ),
         serialise_receives=True,
-        details={"emulator": f"moto server at {endpoint}", "version": _version("moto")},
+        details={"emulator": f"moto server at {endpoint}", "version": package_version("moto")},
     )
 
     def restore_port() -> None:
@@ -284,12 +285,3 @@ def _localstack_version(endpoint: str) -> str:
             return str(json.loads(response.read()).get("version", "unknown"))
     except (OSError, ValueError):
         return "unknown"
-
-
-def _version(package: str) -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(package)
-    except PackageNotFoundError:
-        return "not installed"

@@ -10,11 +10,12 @@ from typing import Any
 
 from rich.console import Console
 
-from ..envelope import Envelope
+from .. import demo
+from ..events.envelope import Envelope
 from ..errors import FleetlabError
-from ..model import FakeModel, LatencyProfile
+from ..agents.model import FakeModel, LatencyProfile
 from ..pipeline import Fleet
-from ..topology import TopologySpec
+from ..aws.topology import TopologySpec
 from .report import not_measured, row
 from .scaffold import TINY_LATENCY, provisioned
 
@@ -117,26 +118,22 @@ def simulated_fleet_day() -> dict[str, Any]:
     }
 
 
-def demo_wall_time(backend_name: str, *extra: str) -> dict[str, Any]:
-    """Wall time of ``fleetlab demo --backend NAME``, in this process, its output captured.
+def demo_wall_time(backend_name: str, **options: Any) -> dict[str, Any]:
+    """Wall time of ``fleetlab demo`` on ``backend_name``, its output captured.
+
+    ``options`` are ``demo.run``'s (``events``, ``orchestrated``, ...); by default the command's.
 
     The demo opens and closes its own backend, so none may be open here
-    (every measurement closes its own before returning). The command runs
-    exactly as ``cli.main`` runs it (parse, then ``args.run``) but with a
-    console writing to a buffer, so its output stays out of the bench's.
+    (every measurement closes its own before returning).
     """
-    from .. import cli
-
-    argv = ["demo", "--backend", backend_name, *extra]
-    args = cli.build_parser().parse_args(argv)
     out = io.StringIO()
     console = Console(file=out, width=160, force_terminal=False)
     error = ""
     t0 = time.perf_counter()
     with contextlib.redirect_stderr(io.StringIO()):
         try:
-            code = int(args.run(args, console) or 0)
-        except FleetlabError as exc:  # as cli.main reports it
+            code = demo.run(console, backend=backend_name, **options)
+        except FleetlabError as exc:  # as the command reports it
             code, error = 2, str(exc)
     wall = time.perf_counter() - t0
     if code and not error:
@@ -144,7 +141,6 @@ def demo_wall_time(backend_name: str, *extra: str) -> dict[str, Any]:
     return {
         "name": "demo",
         "backend": backend_name,
-        "argv": argv,
         "wall_seconds": wall,
         "exit_code": code,
         "output_chars": len(out.getvalue()),

@@ -1,10 +1,4 @@
-"""The grading commands: ``progress``, ``assign`` and ``grade``.
-
-``add_commands(subparsers)`` registers them on an argparse subparsers object
-(``fleetlab``'s, or ``python -m fleetlab.grading``'s). Each sets
-``args.run(args, console)``, as ``fleetlab``'s own commands do; ``run(args)``
-calls it and turns a FleetlabError into a message and exit status 2.
-"""
+"""``fleetlab progress``, ``assign`` and ``grade``: the course's grading commands."""
 
 from __future__ import annotations
 
@@ -18,7 +12,6 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ..errors import FleetlabError
 
 
 def add_commands(subparsers: argparse._SubParsersAction) -> None:
@@ -45,20 +38,10 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     grade.set_defaults(run=_grade)
 
 
-def run(args: argparse.Namespace) -> int:
-    """Run the command ``args`` names; 2 for a usage problem (the message says what to do)."""
-    try:
-        return args.run(args)
-    except FleetlabError as exc:
-        print(f"fleetlab {args.command}: {exc}", file=sys.stderr)
-        return 2
+def _progress(args: argparse.Namespace, console: Console) -> int:
+    from ..grading import progress
+    from ..grading.display import SYMBOL, format_points
 
-
-def _progress(args: argparse.Namespace, console: Console | None = None) -> int:
-    from . import progress
-    from .display import SYMBOL, format_points
-
-    console = console or Console()
     for lab in [args.lab] if args.lab else progress.labs():
         table = Table(title=f"lab {lab}", title_justify="left")
         for column in ("", "check", "exercise", "status", "points", "last run"):
@@ -72,10 +55,9 @@ def _progress(args: argparse.Namespace, console: Console | None = None) -> int:
     return 0
 
 
-def _assign(args: argparse.Namespace, console: Console | None = None) -> int:
-    from .assign import assign, stale
+def _assign(args: argparse.Namespace, console: Console) -> int:
+    from ..grading.assign import assign, stale
 
-    console = console or Console(highlight=False)
     if args.check:
         outdated = stale(args.solutions, args.out)
         for path in outdated:
@@ -90,9 +72,9 @@ def _assign(args: argparse.Namespace, console: Console | None = None) -> int:
     return 0
 
 
-def _grade(args: argparse.Namespace, console: Console | None = None) -> int:
-    from .grade import Limits, find_notebooks, grade_notebooks
-    from .gradebook import summary_table, write_csv
+def _grade(args: argparse.Namespace, console: Console) -> int:
+    from ..grading.grade import Limits, find_notebooks, grade_notebooks
+    from ..grading.gradebook import summary_table, write_csv
 
     notebooks = find_notebooks(args.paths)
     limits = Limits(cell=args.cell_timeout, notebook=args.notebook_timeout, grading=args.grading_timeout)
@@ -109,7 +91,6 @@ def _grade(args: argparse.Namespace, console: Console | None = None) -> int:
         )
     seconds = time.monotonic() - started
     write_csv(rows, args.out)
-    console = console or Console()
     console.print(summary_table(rows))
     rate = len(rows) / seconds * 60 if seconds else 0.0
     summary = f"graded {len(rows)} notebooks in {seconds:.1f} s ({rate:.1f}/min); gradebook: {args.out}"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .tracing import Tracer
-
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+
+    from ..tracing import Tracer
 
 
 def _new_figure(width: float, height: float) -> Figure:

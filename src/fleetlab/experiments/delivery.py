@@ -13,12 +13,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .backends import Backend
-from .envelope import Envelope
-from .ledger import EffectsLedger
-from .topology import WorkQueue
-from .tracing import Tracer
-from .workers import Delivery, HandleOutcome, QueueWorker
+from ..aws.backends import Backend
+from ..events.envelope import Envelope
+from ..ledger import EffectsLedger
+from ..aws.topology import WorkQueue
+from ..tracing import Tracer
+from ..sqs.worker import Delivery, HandleOutcome, QueueWorker
 
 
 @dataclass

@@ -1,24 +1,22 @@
-"""Step Functions: the orchestrator definition, ASL validation, executions and callbacks.
+"""Amazon States Language: the orchestrator's definition and validation before create.
 
 The orchestrator dispatches one agent step through the bus with
 ``events:putEvents.waitForTaskToken``: the execution pauses, the event carries
 the task token to a worker through rule and queue, and the worker closes the
 loop with ``SendTaskSuccess``. The state machine holds the workflow's
 position, never its payload: a step reaches it by ``payload_ref`` only.
+
+Emulators accept much that AWS rejects, so a definition is validated here
+before it is created; an error names the state and the field.
 """
 
 from __future__ import annotations
 
 import json
-import time
-import uuid
-from dataclasses import dataclass
 from typing import Any
 
-from botocore.exceptions import ClientError
-
-from . import envelope
-from .errors import AslError, FleetlabError
+from ..events import envelope
+from ..errors import AslError
 
 DISPATCH_STATE = "DispatchStep"
 STATE_TYPES = {"Task", "Pass", "Choice", "Wait", "Succeed", "Fail", "Parallel", "Map"}
@@ -128,98 +126,3 @@ def _validate_error_list(where: str, entry: Any) -> None:
     errors = entry.get("ErrorEquals") if isinstance(entry, dict) else None
     if not isinstance(errors, list) or not errors or not all(isinstance(e, str) for e in errors):
         raise AslError(f"{where}.ErrorEquals", "must be a non-empty list of error names")
-
-
-def start_execution(sfn: Any, state_machine_arn: str, payload: dict[str, Any]) -> str:
-    """Start an execution with a unique name (moto would otherwise name every one "None")."""
-    return sfn.start_execution(
-        stateMachineArn=state_machine_arn, name=uuid.uuid4().hex, input=json.dumps(payload)
-    )["executionArn"]
-
-
-def wait_for_execution(sfn: Any, execution_arn: str, *, timeout: float = 30.0) -> dict[str, Any]:
-    """Poll until the execution leaves RUNNING; raises FleetlabError after ``timeout`` real seconds."""
-    deadline = time.monotonic() + timeout
-    delay = 0.01
-    while True:
-        description = sfn.describe_execution(executionArn=execution_arn)
-        if description["status"] != "RUNNING":
-            return description
-        if time.monotonic() > deadline:
-            raise FleetlabError(
-                f"execution {execution_arn.rsplit(':', 1)[-1]} still RUNNING after {timeout} s; "
-                "it is waiting for a callback or a timer"
-            )
-        time.sleep(delay)
-        delay = min(delay * 2, 0.2)
-
-
-@dataclass(frozen=True)
-class HistoryRow:
-    """One event of an execution's history, flattened for a table."""
-
-    id: int
-    at: float
-    type: str
-    detail: str
-
-
-def history(sfn: Any, execution_arn: str) -> list[HistoryRow]:
-    """The execution's history events, oldest first, each with a one-line detail."""
-    rows: list[HistoryRow] = []
-    paginator = sfn.get_paginator("get_execution_history")
-    for page in paginator.paginate(executionArn=execution_arn):
-        for event in page["events"]:
-            rows.append(
-                HistoryRow(
-                    id=event["id"],
-                    at=event["timestamp"].timestamp(),
-                    type=event["type"],
-                    detail=_event_detail(event),
-                )
-            )
-    return rows
-
-
-def _event_detail(event: dict[str, Any]) -> str:
-    for key, value in event.items():
-        if key.endswith("EventDetails") and isinstance(value, dict):
-            if "error" in value:
-                return f"{value['error']}: {value.get('cause', '')}"[:160]
-            if "name" in value:
-                return value["name"]
-            if "resourceType" in value:
-                return f"{value['resourceType']}:{value.get('resource', '')}"
-    return ""
-
-
-@dataclass(frozen=True)
-class CallbackResult:
-    """How a callback call ended: ``accepted`` or the error code Step Functions answered."""
-
-    call: str
-    accepted: bool
-    error_code: str = ""
-
-
-def send_success(sfn: Any, token: str, output: Any) -> CallbackResult:
-    """SendTaskSuccess; a stale or unknown token comes back as a rejected CallbackResult."""
-    return _callback("SendTaskSuccess", lambda: sfn.send_task_success(taskToken=token, output=json.dumps(output)))
-
-
-def send_failure(sfn: Any, token: str, error: str, cause: str = "") -> CallbackResult:
-    """SendTaskFailure with an error name the state machine's Catch can route on."""
-    return _callback("SendTaskFailure", lambda: sfn.send_task_failure(taskToken=token, error=error, cause=cause))
-
-
-def send_heartbeat(sfn: Any, token: str) -> CallbackResult:
-    """SendTaskHeartbeat: tells Step Functions the worker holding ``token`` is alive."""
-    return _callback("SendTaskHeartbeat", lambda: sfn.send_task_heartbeat(taskToken=token))
-
-
-def _callback(call: str, invoke: Any) -> CallbackResult:
-    try:
-        invoke()
-    except ClientError as exc:
-        return CallbackResult(call, False, exc.response["Error"].get("Code", "unknown"))
-    return CallbackResult(call, True)

@@ -1,8 +1,7 @@
-"""``fleetlab bench`` itself: its flags, the plan of measurements, and ``run``."""
+"""The bench suite: the plan of measurements, running them, and the course total."""
 
 from __future__ import annotations
 
-import argparse
 import traceback
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
@@ -12,11 +11,9 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ..argtypes import choice_list, positive_int
-from ..backends import BACKEND_NAMES
 from .notebooks import grade_throughput, lab_run_times
 from .overhead import library_overhead
-from .pipeline import demo_wall_time, pipeline_throughput, simulated_fleet_day, virtual_clock_ratio
+from .throughput import demo_wall_time, pipeline_throughput, simulated_fleet_day, virtual_clock_ratio
 from .report import machine_info, results_document, results_table, row, save
 
 MEASUREMENTS = ("pipeline", "overhead", "clock", "demo", "labs", "grade")
@@ -25,28 +22,14 @@ DEFAULT_OUT = Path("bench/results.json")
 COURSE_GOAL = 180.0  # seconds: every lab headless plus grading the solutions, 2 cores
 
 
-def add_command(subparsers: Any) -> argparse.ArgumentParser:
-    """Register ``bench`` on the ``fleetlab`` command's subparsers."""
-    bench = subparsers.add_parser(
-        "bench",
-        help="measure throughput, library overhead, the virtual clock and lab run times; save JSON",
-        description="Run the benchmarks, print one table and save the figures as JSON "
-        "(benchmarks report; they never fail on a missed goal).",
-    )
-    bench.add_argument("--out", type=Path, default=DEFAULT_OUT,
-                       help=f"where to save the results (default {DEFAULT_OUT})")
-    bench.add_argument("--backends", type=choice_list(BACKEND_NAMES, "backend"), default=DEFAULT_BACKENDS, metavar="NAME[,NAME]",
-                       help=f"backends to measure, comma-separated (default {','.join(DEFAULT_BACKENDS)})")
-    bench.add_argument("--steps", type=positive_int, default=200,
-                       help="steps per pipeline and clock measurement, and per path in the overhead one "
-                       "(default 200)")
-    bench.add_argument("--only", type=choice_list(MEASUREMENTS, "measurement"), default=MEASUREMENTS, metavar="NAME[,NAME]",
-                       help=f"measurements to run, comma-separated, from {', '.join(MEASUREMENTS)} (default all)")
-    bench.set_defaults(run=run)
-    return bench
-
-
-def run(args: argparse.Namespace, console: Console) -> int:
+def run(
+    console: Console,
+    *,
+    only: Sequence[str] = MEASUREMENTS,
+    backends: Sequence[str] = DEFAULT_BACKENDS,
+    steps: int = 200,
+    out: Path = DEFAULT_OUT,
+) -> int:
     """Run the chosen measurements, print the table, save the JSON.
 
     Returns 1 when a measurement went wrong (it raised, or what it measured
@@ -55,7 +38,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     """
     started = datetime.now(timezone.utc)  # before any backend: the virtual clock moves datetime too
     machine = machine_info()  # the load average before the bench adds its own
-    plan = measurement_plan(args.only, args.backends, args.steps)
+    plan = measurement_plan(only, backends, steps)
     results: list[dict[str, Any]] = []
     columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                TimeElapsedColumn())
@@ -67,10 +50,10 @@ def run(args: argparse.Namespace, console: Console) -> int:
             bar.advance(task)
     results += course_total(results)
     document = results_document(results, started=started, machine=machine, settings={
-        "backends": list(args.backends), "steps": args.steps, "only": list(args.only)})
+        "backends": list(backends), "steps": steps, "only": list(only)})
     console.print(results_table(results))
-    save(document, args.out)
-    console.print(f"saved {args.out}")
+    save(document, out)
+    console.print(f"saved {out}")
     broken = [r for r in results if r.get("error")]
     for result in broken:
         console.print(f"[bold red]{result['name']} ({result.get('backend') or '-'}) went wrong:[/] {result['error']}",

@@ -26,8 +26,8 @@ from typing import Any, Callable
 
 from botocore.exceptions import ClientError
 
-from .clock import Clock
-from .errors import AlreadyInProgress, InvalidInput, LeaseLost
+from ..clock import Clock
+from ..errors import AlreadyInProgress, InvalidInput, LeaseLost
 
 INPROGRESS = "INPROGRESS"
 COMPLETED = "COMPLETED"

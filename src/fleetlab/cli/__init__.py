@@ -1,0 +1,40 @@
+"""The ``fleetlab`` command: one runner for every subcommand.
+
+Each subcommand lives in its own module here and registers itself with
+``add_command(subparsers)``, setting ``run(args, console) -> exit code``.
+Flags are validated by argparse (exit 2, the flag named); a FleetlabError
+becomes one line on stderr and exit 2. Output goes to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from rich.console import Console
+
+from ..errors import FleetlabError
+from . import bench, doctor, grading
+from . import demo as demo_command
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``fleetlab`` console script. Returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.run(args, Console()) or 0)
+    except FleetlabError as exc:
+        Console(stderr=True, soft_wrap=True).print(f"[bold red]fleetlab {args.command}:[/] {exc}", highlight=False)
+        return 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of every subcommand."""
+    parser = argparse.ArgumentParser(prog="fleetlab", description="The fleetlab course's command line.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    doctor.add_command(commands)
+    demo_command.add_command(commands)
+    grading.add_commands(commands)
+    bench.add_command(commands)
+    return parser

@@ -1,0 +1,1 @@
+"""EventBridge: the versioned event envelope and its PutEvents arithmetic (``envelope``)."""

@@ -1,0 +1,2 @@
+"""Experiments the labs run and the checks grade, on real (emulated) services, one module per
+lesson: ``delivery`` (redelivery races and chaos, labs 01 and 02)."""

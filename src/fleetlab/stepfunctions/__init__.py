@@ -1,0 +1,2 @@
+"""Step Functions: state-machine definitions (``asl``), executions and their histories
+(``executions``), and the callbacks a worker holding a task token sends (``callbacks``)."""
