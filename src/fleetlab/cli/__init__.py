@@ -3,7 +3,8 @@
 Each subcommand lives in its own module here and registers itself with
 ``add_command(subparsers)``, setting ``run(args, console) -> exit code``.
 Flags are validated by argparse (exit 2, the flag named); a FleetlabError
-becomes one line on stderr and exit 2. Output goes to stdout.
+becomes one line on stderr and exit 2. Output goes to stdout, at the width
+``output.stdout_console`` chooses (tables never wrap outside a terminal).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from rich.console import Console
 
 from ..errors import FleetlabError
 from . import bench, doctor, grading
+from .output import stdout_console
 from . import demo as demo_command
 
 
@@ -23,7 +25,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.run(args, Console()) or 0)
+        return int(args.run(args, stdout_console()) or 0)
     except FleetlabError as exc:
         Console(stderr=True, soft_wrap=True).print(f"[bold red]fleetlab {args.command}:[/] {exc}", highlight=False)
         return 2
