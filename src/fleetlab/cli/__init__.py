@@ -13,9 +13,10 @@ import argparse
 from collections.abc import Sequence
 
 from rich.console import Console
+from rich.markup import escape
 
 from ..errors import FleetlabError
-from . import bench, doctor, grading
+from . import bench, cost, doctor, grading
 from .output import stdout_console
 from . import demo as demo_command
 
@@ -27,7 +28,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.run(args, stdout_console()) or 0)
     except FleetlabError as exc:
-        Console(stderr=True, soft_wrap=True).print(f"[bold red]fleetlab {args.command}:[/] {exc}", highlight=False)
+        Console(stderr=True, soft_wrap=True).print(f"[bold red]fleetlab {args.command}:[/] {escape(str(exc))}", highlight=False)
         return 2
 
 
@@ -39,4 +40,5 @@ def build_parser() -> argparse.ArgumentParser:
     demo_command.add_command(commands)
     grading.add_commands(commands)
     bench.add_command(commands)
+    cost.add_command(commands)
     return parser
