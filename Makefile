@@ -21,13 +21,15 @@ venv: $(STAMP)
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
-	  { echo "fleetlab needs Python >= 3.11; set PYTHON=python3.11 (or newer)"; exit 1; }
+	  { echo "fleetlab needs Python >= 3.11; set PYTHON=python3.11 (or newer) (docs/troubleshooting.md#python-too-old)"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[lab,test]'
 	touch $(STAMP)
 
 lab: venv
+	@$(BIN)/python -c 'import socket, sys; socket.create_server(("127.0.0.1", int(sys.argv[1])))' $(LAB_PORT) 2>/dev/null || \
+	  { echo "port $(LAB_PORT) is already in use (another JupyterLab? 'jupyter server list' shows it): open that one, stop it, or run 'make lab LAB_PORT=8890' (docs/troubleshooting.md#port-already-in-use)"; exit 1; }
 	FLEETLAB_BACKEND=moto $(BIN)/jupyter lab --notebook-dir=labs --ip=127.0.0.1 \
 	  --port=$(LAB_PORT) $(ROOT_FLAG) $(LAB_FLAGS)
 

@@ -55,7 +55,7 @@ CHROMIUM_FLAGS = [
 # Requests to the local server never go through an http_proxy from the environment.
 LOOPBACK = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 CHROMIUM_MISSING = (
-    "Chromium not installed: run `make e2e` (installs Debian's chromium) or apt-get install chromium"
+    "Chromium not installed: run `make browser` (installs Debian's chromium) or apt-get install chromium"
 )
 
 

@@ -227,7 +227,8 @@ def _open_localstack() -> Backend:
     _require_reachable(
         f"{endpoint}/_localstack/health",
         "LocalStack",
-        "start it with ../shared/tools/localstack-host/start.sh (no Docker) or `docker compose up localstack`",
+        "start it with ../shared/tools/localstack-host/start.sh (no Docker) or `docker compose up localstack` "
+        "(current images stop at once without LOCALSTACK_AUTH_TOKEN); see docs/troubleshooting.md#localstack-not-reachable-or-asking-for-a-token",
     )
     apart = {
         service: os.environ[variable].rstrip("/")
