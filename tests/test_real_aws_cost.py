@@ -36,28 +36,37 @@ def rate(service: str, unit_starts: str) -> float:
 
 def test_counting_sees_every_call_item_and_state_transition():
     counting = ProcessCalls().start()
-    backend = open_backend("moto")
+    backend = None
     try:
-        sqs = backend.client("sqs")
-        url = sqs.create_queue(QueueName="counted")["QueueUrl"]
-        for _ in range(3):
-            sqs.send_message(QueueUrl=url, MessageBody="x")
-        backend.client("events").put_events(Entries=[{"Source": "s", "DetailType": "d", "Detail": "{}"}] * 4)
-        sfn = backend.client("stepfunctions")
-        machine = sfn.create_state_machine(name="counted", roleArn="arn:aws:iam::123456789012:role/r",
-                                           definition=json.dumps(TWO_PASS_STATES))["stateMachineArn"]
-        execution = sfn.start_execution(stateMachineArn=machine, name="one")["executionArn"]
-        _wait_done(sfn, execution)
-        sfn.delete_state_machine(stateMachineArn=machine)
+        backend = open_backend("moto")
+        make_counted_calls(backend)
         counts = counting.stop()
-        sqs.get_queue_url(QueueName="counted")  # after stop: not counted
+        backend.client("sqs").get_queue_url(QueueName="counted")
+        assert counting.stop().calls == counts.calls  # a call after stop is not counted
     finally:
-        backend.close()
+        counting.stop()  # botocore is restored even when a call failed
+        if backend is not None:
+            backend.close()
     calls = {k: v for k, v in counts.calls.items() if k != "sfn.DescribeExecution"}
     assert calls == {"sqs.CreateQueue": 1, "sqs.SendMessage": 3, "eventbridge.PutEvents": 1,
                      "sfn.CreateStateMachine": 1, "sfn.StartExecution": 1, "sfn.DeleteStateMachine": 1}
     assert counts.items == {"eventbridge.PutEvents": 4}
     assert (counts.executions, counts.transitions) == (1, 2)
+
+
+def make_counted_calls(backend) -> None:
+    """1 CreateQueue, 3 SendMessage, 1 PutEvents of 4 entries, a two-state execution, its state machine deleted."""
+    sqs = backend.client("sqs")
+    url = sqs.create_queue(QueueName="counted")["QueueUrl"]
+    for _ in range(3):
+        sqs.send_message(QueueUrl=url, MessageBody="x")
+    backend.client("events").put_events(Entries=[{"Source": "s", "DetailType": "d", "Detail": "{}"}] * 4)
+    sfn = backend.client("stepfunctions")
+    machine = sfn.create_state_machine(name="counted", roleArn="arn:aws:iam::123456789012:role/r",
+                                       definition=json.dumps(TWO_PASS_STATES))["stateMachineArn"]
+    execution = sfn.start_execution(stateMachineArn=machine, name="one")["executionArn"]
+    _wait_done(sfn, execution)
+    sfn.delete_state_machine(stateMachineArn=machine)
 
 
 def _wait_done(sfn, execution: str) -> None:

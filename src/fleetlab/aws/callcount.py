@@ -96,14 +96,17 @@ class ProcessCalls:
         return self
 
     def stop(self) -> CallCounts:
-        """Stop counting; the counts so far."""
+        """Stop counting (again: no harm); the counts so far."""
         import botocore.session
 
-        botocore.session.Session.create_client = self._original
+        if self._original is not None:
+            botocore.session.Session.create_client = self._original
+            self._original = None
         for counter in self._counters:
             counter.__exit__(None, None, None)
         for client in self._clients:
             client.meta.events.unregister("provide-client-params.*.*", unique_id=_HOOK_ID)
+        self._clients = []
         calls = Counter(f"{service}.{operation}" for c in self._counters for service, operation in c.calls)
         return CallCounts(calls=dict(calls), items=dict(self._items),
                           transitions=self._transitions, executions=self._executions)
