@@ -121,32 +121,37 @@ def run_real_loop(
     if tick <= 0 or step_seconds <= 0 or concurrency < 1:
         raise InvalidInput("tick" if tick <= 0 else "step_seconds" if step_seconds <= 0 else "concurrency",
                            "must be positive")
-    loop = _Loop(backend, queue_url, scaled, settings or HpaSettings(), step_seconds, concurrency, scale_down,
-                 startup_seconds, replicas, arrivals)
+    loop = _Loop(backend, queue_url, scaled, settings or HpaSettings(), step_seconds=step_seconds,
+                 concurrency=concurrency, scale_down=scale_down, startup_seconds=startup_seconds,
+                 replicas=replicas, arrivals=sorted(arrivals))
     return loop.run(tick, max_seconds)
 
 
+@dataclass
 class _Loop:
-    def __init__(self, backend: Backend, queue_url: str, scaled: ScaledObject, settings: HpaSettings,
-                 step_seconds: float, concurrency: int, scale_down: str, startup_seconds: float, replicas: int,
-                 arrivals: Sequence[tuple[float, int]]) -> None:
-        self.backend = backend
-        self.clock = backend.clock
-        self.sqs = backend.client("sqs")
-        self.queue_url = queue_url
-        self.scaled = scaled
-        self.step_seconds = step_seconds
-        self.concurrency = concurrency
-        self.scale_down = scale_down
-        self.startup_seconds = startup_seconds
-        self.arrivals = sorted(arrivals)
+    """The loop's settings and state: the replicas, the autoscaler and what it has recorded."""
+
+    backend: Backend
+    queue_url: str
+    scaled: ScaledObject
+    settings: HpaSettings
+    step_seconds: float
+    concurrency: int
+    scale_down: str
+    startup_seconds: float
+    replicas: int
+    arrivals: list[tuple[float, int]]
+
+    def __post_init__(self) -> None:
+        self.clock = self.backend.clock
+        self.sqs = self.backend.client("sqs")
         self.result = RealLoopRun()
-        self.autoscaler = Autoscaler(scaled, settings, replicas=replicas)
-        self.replicas: list[_Replica] = []
+        self.autoscaler = Autoscaler(self.scaled, self.settings, replicas=self.replicas)
+        self.pods: list[_Replica] = []
         self.made = 0
-        self.t0 = self.now = self.clock.now()
+        self.t0 = self.now = self.clock.now()  # ``now``: the current tick's time
         self._check_visibility()
-        for _ in range(replicas):
+        for _ in range(self.replicas):
             self._add_replica(self.t0)
 
     def run(self, tick: float, max_seconds: float) -> RealLoopRun:
@@ -154,7 +159,7 @@ class _Loop:
         ticks = 0
         while True:
             since = ticks * tick  # the tick's own time: the loop runs on a grid, as the simulator does
-            now = self.t0 + since
+            self.now = now = self.t0 + since
             self._send_due(since)
             self._finish_due(now)
             for decision in self.autoscaler.advance(since, self._read):
@@ -169,7 +174,6 @@ class _Loop:
                 return result
             ticks += 1
             self.clock.sleep(max(self.t0 + ticks * tick - self.clock.now(), 0.0))
-            self.now = self.t0 + ticks * tick
 
     # --- the queue ------------------------------------------------------------------
 
@@ -183,8 +187,8 @@ class _Loop:
     def _read(self) -> QueueAttributes:
         attributes = read_queue(self.sqs, self.queue_url)
         now = self.now
-        ready = sum(1 for r in self.replicas if r.ready_at <= now and not r.draining)
-        working = sum(len(r.jobs) for r in self.replicas)
+        ready = sum(1 for r in self.pods if r.ready_at <= now and not r.draining)
+        working = sum(len(r.jobs) for r in self.pods)
         waiting = [at for trace, at in self.result.sent.items() if self.result.ledger.count(trace) == 0]
         if self.result.samples and self.result.samples[-1].t == now - self.t0:
             self.result.samples.pop()  # KEDA and the HPA read at the same instant: keep the later reading
@@ -206,7 +210,7 @@ class _Loop:
         floor = self.scaled.idle_replica_count if self.scaled.idle_replica_count is not None \
             else self.scaled.min_replica_count
         everything_done = not self.arrivals and all(self.result.ledger.count(t) for t in self.result.sent)
-        return everything_done and self.autoscaler.replicas == floor and not any(r.jobs for r in self.replicas)
+        return everything_done and self.autoscaler.replicas == floor and not any(r.jobs for r in self.pods)
 
     # --- the replicas ----------------------------------------------------------------
 
@@ -218,35 +222,35 @@ class _Loop:
 
         worker = QueueWorker(self.backend, self.queue_url, step, name=f"replica-{self.made}",
                              ledger=self.result.ledger)
-        self.replicas.append(_Replica(worker, ready_at=now + self.startup_seconds))
+        self.pods.append(_Replica(worker, ready_at=now + self.startup_seconds))
 
     def _resize(self, now: float) -> None:
-        serving = [r for r in self.replicas if not r.draining]
+        serving = [r for r in self.pods if not r.draining]
         extra = self.autoscaler.replicas - len(serving)
         for _ in range(max(extra, 0)):
             self._add_replica(now)
         if extra >= 0:
             return
         # Kubernetes removes pods that are not ready first, then the newest.
-        doomed = sorted(serving, key=lambda r: (r.ready_at <= now, -self.replicas.index(r)))[:-extra]
+        doomed = sorted(serving, key=lambda r: (r.ready_at <= now, -self.pods.index(r)))[:-extra]
         for replica in doomed:
             if self.scale_down == "kill" or not replica.jobs:
                 self.result.abandoned += len(replica.jobs)
-                self.replicas.remove(replica)
+                self.pods.remove(replica)
             else:
                 replica.draining = True
 
     def _finish_due(self, now: float) -> None:
-        for replica in list(self.replicas):
+        for replica in list(self.pods):
             due = [job for job in replica.jobs if job[0] <= now]
             for job in due:
                 replica.jobs.remove(job)
                 self.result.outcomes.append(replica.worker.handle(job[1]))
             if replica.draining and not replica.jobs:
-                self.replicas.remove(replica)
+                self.pods.remove(replica)
 
     def _receive(self, now: float) -> None:
-        for replica in self.replicas:
+        for replica in self.pods:
             free = self.concurrency - len(replica.jobs)
             if replica.draining or replica.ready_at > now or free <= 0:
                 continue
