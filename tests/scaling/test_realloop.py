@@ -51,6 +51,8 @@ def test_the_real_loop_and_the_simulator_agree(backend):
     model = simulate(scaled, Workload(bursts=((0, 30), (60, 30))), Pods(step_seconds=45, concurrency=3),
                      seconds=real.seconds, dt=5)
     assert real.scaling == model.scaling
+    row = lambda s: (s.t, s.visible, s.in_flight, s.replicas, s.ready, s.working)  # noqa: E731
+    assert [row(s) for s in real.samples] == [row(s) for s in model.samples]  # the real queue, read as modelled
     assert real.ledger.summary(list(real.sent)).exactly_once
 
 

@@ -18,9 +18,12 @@ def test_a_burst_drains_at_the_fleet_s_pace():
     assert run.scaling[:5] == [(0, "keda", 0, 1), (0, "hpa", 1, 4), (15, "hpa", 4, 8), (30, "hpa", 8, 16),
                                (45, "hpa", 16, 20)]
     by_time = {s.t: s for s in run.samples}
-    # 4, 8, 16 then 20 pods take 5 steps each: 20, 40, 80, 100 in flight after the syncs at 0, 15, 30, 45
-    assert [(by_time[t].visible, by_time[t].in_flight) for t in (0, 15, 30, 45)] == [(80, 20), (60, 40), (20, 80),
-                                                                                    (0, 100)]
+    # 4, 8, 16 then 20 pods take 5 steps each after the syncs at 0, 15, 30, 45; the samples show the queue as
+    # each sync read it, before those pods received
+    assert [(by_time[t].visible, by_time[t].in_flight) for t in (0, 15, 30, 45, 60)] == [
+        (100, 0), (80, 20), (60, 40), (20, 80), (0, 100)]
+    assert [(by_time[t].replicas, by_time[t].working) for t in (0, 15, 30, 45)] == [(4, 0), (8, 20), (16, 40),
+                                                                                   (20, 80)]
     # the steps end 90 s after they started: 20 at 90, 20 at 105, 40 at 120, 20 at 135
     assert [by_time[t].completed for t in (90, 105, 120, 135)] == [20, 40, 80, 100]
     assert by_time[120].age_of_oldest == 120 and by_time[135].age_of_oldest == 0
@@ -89,7 +92,8 @@ def test_pods_that_take_time_to_start_start_later():
     run = simulate(so(queue_length=5), BURST, Pods(step_seconds=90, concurrency=5, startup_seconds=30), seconds=60)
     by_time = {s.t: s for s in run.samples}
     assert (by_time[15].replicas, by_time[15].ready, by_time[15].working) == (8, 0, 0)
-    assert by_time[30].ready == 4 and by_time[30].working == 20
+    assert (by_time[30].ready, by_time[30].working) == (4, 0)  # ready now; they receive after the sample
+    assert (by_time[45].ready, by_time[45].working) == (8, 20)
 
 
 def test_little_s_law_holds_in_steady_state():

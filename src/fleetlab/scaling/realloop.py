@@ -150,6 +150,7 @@ class _Loop:
         self.pods: list[_Replica] = []
         self.made = 0
         self.t0 = self.now = self.clock.now()  # ``now``: the current tick's time
+        self.reading: QueueAttributes | None = None
         self._check_visibility()
         for _ in range(self.replicas):
             self._add_replica(self.t0)
@@ -162,11 +163,14 @@ class _Loop:
             self.now = now = self.t0 + since
             self._send_due(since)
             self._finish_due(now)
+            self.reading = None
             for decision in self.autoscaler.advance(since, self._read):
                 result.decisions.append(decision)
                 if decision.changed:
                     result.scaling.append((decision.at, decision.actor, decision.current, decision.desired))
             self._resize(now)
+            if self.reading is not None:
+                result.samples.append(self._sample(self.reading))
             self._receive(now)
             if self._done() or since >= max_seconds:
                 result.finished = self._done()
@@ -185,19 +189,20 @@ class _Loop:
                                                f"timeout {visibility:g} s", hint="these replicas keep no heartbeat")
 
     def _read(self) -> QueueAttributes:
-        attributes = read_queue(self.sqs, self.queue_url)
+        self.reading = read_queue(self.sqs, self.queue_url)
+        return self.reading
+
+    def _sample(self, reading: QueueAttributes) -> Sample:
+        """The tick's last reading, with the replicas KEDA and the HPA left and the pods before they receive."""
         now = self.now
-        ready = sum(1 for r in self.pods if r.ready_at <= now and not r.draining)
-        working = sum(len(r.jobs) for r in self.pods)
         waiting = [at for trace, at in self.result.sent.items() if self.result.ledger.count(trace) == 0]
-        if self.result.samples and self.result.samples[-1].t == now - self.t0:
-            self.result.samples.pop()  # KEDA and the HPA read at the same instant: keep the later reading
-        self.result.samples.append(Sample(
-            t=now - self.t0, visible=attributes.visible, in_flight=attributes.in_flight, delayed=attributes.delayed,
-            replicas=self.autoscaler.replicas, ready=ready, working=working,
+        return Sample(
+            t=now - self.t0, visible=reading.visible, in_flight=reading.in_flight, delayed=reading.delayed,
+            replicas=self.autoscaler.replicas,
+            ready=sum(1 for r in self.pods if r.ready_at <= now and not r.draining),
+            working=sum(len(r.jobs) for r in self.pods),
             age_of_oldest=now - min(waiting) if waiting else 0.0,
-            completed=len(self.result.ledger.effects()), throttled=0))
-        return attributes
+            completed=len(self.result.ledger.effects()), throttled=0)
 
     def _send_due(self, since: float) -> None:
         while self.arrivals and self.arrivals[0][0] <= since:

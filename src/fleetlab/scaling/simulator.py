@@ -103,7 +103,7 @@ class Pods:
 
 @dataclass(frozen=True)
 class Sample:
-    """The fleet at one instant, as a dashboard would show it."""
+    """The fleet at one instant: the queue as KEDA and the HPA read it, and the pods they left, before receiving."""
 
     t: float
     visible: int
@@ -227,10 +227,10 @@ class _Fleet:
         if self.autoscaler.replicas != before:
             self._resize(t, before, self.autoscaler.replicas)
         self._start_pods(t)
+        if sample:  # what the scaler read, and the pods it left, before they receive
+            self.run.samples.append(self._sample(t))
         self._receive(t, dt)
         self.run.pod_seconds += (self.ready + self._pending_count() + self._draining()) * dt
-        if sample:
-            self.run.samples.append(self._sample(t))
 
     # --- the queue ----------------------------------------------------------------
 
