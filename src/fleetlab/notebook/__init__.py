@@ -1,9 +1,10 @@
-"""What a notebook shows: tables (``tables``), matplotlib figures (``plots``, ``scaling_plots``) and ipywidgets
+"""What a notebook shows: tables (``tables``), matplotlib figures (``plots``, ``scaling_plots``) and ipywidgets (``widgets``, ``scaling_widgets``)
 controls (``widgets``). Importing this package stays light: matplotlib and ipywidgets load
 when a figure or a widget is first made."""
 
 from .plots import step_times_vs_visibility, trace_waterfall, visibility_timeline
 from .scaling_plots import fleet_timeline, tradeoff_curve
+from .scaling_widgets import tradeoff_explorer
 from .tables import Table
 from .widgets import visibility_explorer
 
@@ -13,6 +14,7 @@ __all__ = [
     "step_times_vs_visibility",
     "trace_waterfall",
     "tradeoff_curve",
+    "tradeoff_explorer",
     "visibility_explorer",
     "visibility_timeline",
 ]

@@ -12,11 +12,11 @@ grows); below it over-provisions (pods idle, empty polls cost calls).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .capacity import priced
 from .manifest import scaled_object
-from .simulator import Pods, Workload, simulate
+from .simulator import FleetRun, Pods, Workload, simulate
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,7 @@ class TradeOff:
     steps_completed: int
     calls_per_step: float
     cost: float | None = None
+    run: FleetRun | None = field(default=None, compare=False, repr=False)
 
 
 def latency_and_cost(queue_length: int = 5, step_seconds: float = 90.0, arrivals_per_minute: float = 60.0,
@@ -65,4 +66,5 @@ def latency_and_cost(queue_length: int = 5, step_seconds: float = 90.0, arrivals
         steps_completed=steps,
         calls_per_step=sum(calls.values()) / steps if steps else 0.0,
         cost=priced({**calls, "pod_hour": run.pod_seconds / 3600}, prices) if prices is not None else None,
+        run=run,
     )
