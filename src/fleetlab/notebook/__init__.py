@@ -1,6 +1,6 @@
-"""What a notebook shows: tables (``tables``), matplotlib figures (``plots``, ``scaling_plots``) and ipywidgets (``widgets``, ``scaling_widgets``)
-controls (``widgets``). Importing this package stays light: matplotlib and ipywidgets load
-when a figure or a widget is first made."""
+"""What a notebook shows: tables (``tables``), matplotlib figures (``plots``, ``scaling_plots``) and
+ipywidgets controls (``widgets``, ``scaling_widgets``). Importing this package stays light:
+matplotlib and ipywidgets load when a figure or a widget is first made."""
 
 from .plots import step_times_vs_visibility, trace_waterfall, visibility_timeline
 from .scaling_plots import fleet_timeline, tradeoff_curve
