@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..errors import FleetlabError
-from . import bench, cost, doctor, grading
+from . import bench, capacity, cost, doctor, grading, keda_size
 from .output import stdout_console
 from . import demo as demo_command
 
@@ -41,4 +41,6 @@ def build_parser() -> argparse.ArgumentParser:
     grading.add_commands(commands)
     bench.add_command(commands)
     cost.add_command(commands)
+    keda_size.add_command(commands)
+    capacity.add_command(commands)
     return parser

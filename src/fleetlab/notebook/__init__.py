@@ -1,9 +1,20 @@
-"""What a notebook shows: tables (``tables``), matplotlib figures (``plots``) and ipywidgets
-controls (``widgets``). Importing this package stays light: matplotlib and ipywidgets load
-when a figure or a widget is first made."""
+"""What a notebook shows: tables (``tables``), matplotlib figures (``plots``, ``scaling_plots``) and
+ipywidgets controls (``widgets``, ``scaling_widgets``). Importing this package stays light:
+matplotlib and ipywidgets load when a figure or a widget is first made."""
 
 from .plots import step_times_vs_visibility, trace_waterfall, visibility_timeline
+from .scaling_plots import fleet_timeline, tradeoff_curve
+from .scaling_widgets import tradeoff_explorer
 from .tables import Table
 from .widgets import visibility_explorer
 
-__all__ = ["Table", "step_times_vs_visibility", "trace_waterfall", "visibility_explorer", "visibility_timeline"]
+__all__ = [
+    "Table",
+    "fleet_timeline",
+    "step_times_vs_visibility",
+    "trace_waterfall",
+    "tradeoff_curve",
+    "tradeoff_explorer",
+    "visibility_explorer",
+    "visibility_timeline",
+]
