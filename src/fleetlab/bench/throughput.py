@@ -106,7 +106,7 @@ def virtual_clock_ratio(
 
 def simulated_fleet_day() -> dict[str, Any]:
     """The course target (a fleet day in under 5 s) needs the time-stepped fleet model; not faked here."""
-    note = "not measured: needs the time-stepped fleet model (autoscale.py)"
+    note = "not measured: needs the time-stepped fleet model, which the library does not have yet"
     return {
         "name": "fleet-day",
         "backend": None,
