@@ -4,12 +4,12 @@ import json
 
 import pytest
 
-from fleetlab.errors import AlreadyInProgress, LeaseLost
+from fleetlab.errors import AlreadyInProgress, LeaseLost, ModelError, Timeout
 from fleetlab.events.envelope import Envelope
 from fleetlab.faults import Crash, CrashPoint, FaultPlan, Latency
 from fleetlab.ledger import EffectsLedger
-from fleetlab.agents.model import FakeModel, LatencyProfile
-from fleetlab.pipeline import Fleet
+from fleetlab.agents.model import FakeModel, LatencyProfile, ModelResult
+from fleetlab.pipeline import TRANSIENT_BACKOFF, Fleet
 from fleetlab.sqs.esm import BatchPoller
 from fleetlab.sqs.worker import QueueWorker
 from fleetlab.state.idempotency import Claim, IdempotencyStore
@@ -101,6 +101,46 @@ def test_the_idempotent_fleet_keeps_one_effect_through_the_same_crash(backend, t
     assert [o.status for o in report.outcomes] == ["crashed", "done"]
     assert fleet.ledger.count("alert-7") == 1
     assert "duplicate_suppressed" in [h.name for h in fleet.tracer.timeline("alert-7")]
+
+
+class FlakyModel:
+    """Throttled on the first call of every step, then answers: a transient model failure."""
+
+    def invoke(self, trace_id, attempt, clock):
+        if attempt == 1:
+            raise ModelError(f"{trace_id}: throttled", transient=True)
+        return ModelResult(trace_id, attempt, f"answer for {trace_id}", latency=0.0)
+
+
+def test_a_transient_model_failure_comes_back_after_a_short_backoff(backend, topology):
+    fleet = Fleet(backend, topology, model=FlakyModel())
+    fleet.submit(step(1))
+    backoff = min(TRANSIENT_BACKOFF, topology.queue("researcher").visibility_timeout)
+    report = fleet.run(advance=backoff + 1)  # far less than the visibility timeout
+    assert [o.status for o in report.outcomes] == ["failed", "done"]
+    failed = next(h for h in fleet.tracer.timeline("alert-1") if h.name == "model_failed")
+    assert failed.attrs == {"transient": True, "retry_in": backoff}
+    assert fleet.ledger.count("alert-1") == 1
+
+
+def test_a_permanent_model_failure_is_left_for_the_dlq(backend, topology):
+    queue = topology.queue("researcher")  # maxReceiveCount = 3
+    fleet = Fleet(backend, topology, model=FakeModel(seed=1, latency=quick_model(backend).latency,
+                                                     poison=frozenset({"alert-9"})))
+    fleet.submit(step(9))
+    fleet.run(advance=queue.visibility_timeout + 1, idle_polls=5)
+    parked = receive_at_least(backend, queue.dlq_url, 1)
+    assert [json.loads(m["Body"])["detail"]["trace_id"] for m in parked] == ["alert-9"]
+    failures = [h.attrs["transient"] for h in fleet.tracer.timeline("alert-9") if h.name == "model_failed"]
+    assert failures == [False, False, False] and fleet.ledger.count("alert-9") == 0
+
+
+def test_run_gives_up_on_a_step_that_never_reaches_a_queue(backend, topology):
+    fleet = Fleet(backend, topology)
+    fleet.submit(step(8, "nobody"))  # no rule routes this agent class
+    with pytest.raises(Timeout, match="alert-8 published but never received") as gave_up:
+        fleet.run(settle_timeout=0.5)
+    assert gave_up.value.may_have_happened
 
 
 def test_poison_is_dead_lettered_after_max_receive_count(backend, topology):

@@ -77,7 +77,7 @@ def _move_task(backend: Backend, queue: WorkQueue, timeout: float) -> tuple[int,
             return 0, f"StartMessageMoveTask is not implemented here (HTTP {http_status(exc)})"
         raise
     task = backend.clock.wait_until(
-        lambda: _ended(backend.client("sqs"), queue, handle),
+        lambda: _ended(sqs, queue, handle),
         timeout=timeout,
         interval=0.2,
         what=f"the move task {handle} (see ListMessageMoveTasks)",
