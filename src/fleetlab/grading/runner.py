@@ -29,7 +29,7 @@ from .registry import Case, CaseOutcome, Check
 from .results import ERROR, FAIL, NOT_YET, PASS, SKIPPED, CaseResult, CheckResult, conclude, not_yet
 
 ABANDON_SLICE = 0.5
-"""Real seconds a timed-out case gets to unwind on its own before the runner cancels its actors too."""
+"""Real seconds a timed-out case gets to unwind on its own before the runner cancels what it left on the clock."""
 
 
 class CheckAbandoned(BaseException):
@@ -171,9 +171,9 @@ def _call_with_deadline(
 ) -> tuple[Any, BaseException | None, bool]:
     """Run ``fn(*args)`` in a daemon thread for at most ``seconds``: (value, error, finished).
 
-    At the deadline the case thread is stopped (CheckAbandoned inside it);
-    if it has not unwound within ``ABANDON_SLICE``, ``stop_actors()`` cancels
-    the actors it left on the clock, and the runner waits a bounded grace more.
+    At the deadline the case thread is stopped (CheckAbandoned inside it)
+    and given ``ABANDON_SLICE`` to unwind; then ``stop_actors()`` cancels
+    any actors it left on the clock, and the runner waits a bounded grace more.
     """
     box: dict[str, Any] = {}
 
@@ -190,9 +190,8 @@ def _call_with_deadline(
         return box.get("value"), box.get("error"), True
     raise_in_thread(thread, CheckAbandoned)
     thread.join(ABANDON_SLICE)
-    if thread.is_alive():
-        stop_actors()
-        thread.join(CANCEL_GRACE)
+    stop_actors()  # whatever the case left on the clock, even if the stop landed while its race was ending
+    thread.join(CANCEL_GRACE)
     return None, None, False
 
 
