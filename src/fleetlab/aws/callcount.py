@@ -28,7 +28,6 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
-
 from datetime import date
 from pathlib import Path
 from typing import Any
