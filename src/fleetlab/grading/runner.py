@@ -18,7 +18,7 @@ from typing import Any
 
 from . import learner
 from .registry import Case, CaseOutcome, Check
-from .results import ERROR, FAIL, NOT_YET, PASS, SKIPPED, CaseResult, CheckResult, conclude, not_yet
+from .results import CaseResult, CheckResult, Status, conclude, not_yet
 
 
 class CheckAbandoned(BaseException):
@@ -64,21 +64,22 @@ class CheckContext:
 
 
 def run_check(check: Check, answer: Any, *, include_hidden: bool = False) -> CheckResult:
-    """Run ``answer`` through the public (and, for the grader, hidden) cases of ``check``."""
+    """Run ``answer`` through the public (and, for the grader, hidden) cases of ``check``.
+
+    Only a run with the hidden cases is scored; a notebook's run says what
+    its public cases showed and how many cases the grader adds.
+    """
     if learner.is_unfinished(answer):
-        return not_yet(check.id, check.title, check.points)
+        return not_yet(check, graded=include_hidden)
     deadline = time.monotonic() + check.timeout
     results: list[CaseResult] = []
     for case, hidden in check.cases(include_hidden=include_hidden):
         if time.monotonic() >= deadline:
-            results.append(CaseResult(case.name, SKIPPED, "not run: the check ran out of time", hidden))
+            results.append(CaseResult(case.name, Status.SKIPPED, "not run: the check ran out of time", hidden))
             continue
         context = CheckContext(check.id, _seed(check.id, case), deadline)
         results.append(_run_case(check, answer, case, context, hidden))
-    result = conclude(check.id, check.title, check.points, results)
-    if result.passed and check.hidden and not include_hidden:
-        result.diagnosis += "; grading adds hidden cases"
-    return result
+    return conclude(check, results, graded=include_hidden)
 
 
 def _run_case(check: Check, answer: Any, case: Case, context: CheckContext, hidden: bool) -> CaseResult:
@@ -90,14 +91,14 @@ def _run_case(check: Check, answer: Any, case: Case, context: CheckContext, hidd
             f"timed out after {check.timeout:g} s: your code was still running; "
             "look for a loop that never ends or a wait without a bound"
         )
-        return CaseResult(case.name, FAIL, diagnosis, hidden, seconds)
+        return CaseResult(case.name, Status.FAIL, diagnosis, hidden, seconds)
     if error is not None:
         status, diagnosis = _classify(error, check)
         return CaseResult(case.name, status, diagnosis, hidden, seconds)
     if not isinstance(outcome, CaseOutcome):
         diagnosis = f"the harness returned {type(outcome).__name__}, not a CaseOutcome (a fleetlab bug)"
-        return CaseResult(case.name, ERROR, diagnosis, hidden, seconds)
-    return CaseResult(case.name, PASS if outcome.ok else FAIL, outcome.diagnosis, hidden, seconds)
+        return CaseResult(case.name, Status.ERROR, diagnosis, hidden, seconds)
+    return CaseResult(case.name, Status.PASS if outcome.ok else Status.FAIL, outcome.diagnosis, hidden, seconds)
 
 
 def _call_with_deadline(fn: Any, args: tuple, seconds: float) -> tuple[Any, BaseException | None, bool]:
@@ -128,14 +129,14 @@ def _stop(thread: threading.Thread) -> None:
     ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), ctypes.py_object(CheckAbandoned))
 
 
-def _classify(error: BaseException, check: Check) -> tuple[str, str]:
+def _classify(error: BaseException, check: Check) -> tuple[Status, str]:
     harness_file = (check.harness.__code__.co_filename,)
     if learner.raised_by_learner_stub(error, harness_file):
-        return NOT_YET, ""
+        return Status.NOT_YET, ""
     frames = learner.learner_frames(error, harness_file)
     if frames:
-        return FAIL, learner.describe_learner_error(error, frames)
-    return ERROR, f"the check itself failed ({type(error).__name__}: {error}); a fleetlab bug, please report it"
+        return Status.FAIL, learner.describe_learner_error(error, frames)
+    return Status.ERROR, f"the check itself failed ({type(error).__name__}: {error}); a fleetlab bug, please report it"
 
 
 def _seed(check_id: str, case: Case) -> int:

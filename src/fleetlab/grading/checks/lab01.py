@@ -1,36 +1,53 @@
 """Lab 01 checks: sizing the visibility timeout, and a heartbeat that keeps a step hidden.
 
-``01.visibility``: the learner turns measured step times into a visibility
-timeout. The harness races two healthy workers over fresh steps from the same
-distribution on a real queue with that timeout, and counts the steps that ran
-twice. It also bounds the timeout from above: a crashed worker's message
-waits that long before anyone retries it.
+``01.visibility``: the learner turns measured step times (unsorted) into a
+visibility timeout. The harness races three healthy workers on a real queue
+with that timeout over 20 fresh steps, one from each 5% slice of the same
+distribution, and allows one of them (5%) to outlive the timeout (SQS then
+offers it again while it still runs; whether a free worker happens to take
+it is luck, so the count is of steps that outlived). It also bounds the
+timeout from above: a crashed worker's message waits that long before anyone
+retries it, so more than 4x the measured p95 fails. The public workloads are
+heavy-tailed, so an answer built on the mean or the median (or a percentile
+of the unsorted list) runs several steps twice; the hidden ones catch a
+hard-coded number.
 
 ``01.heartbeat``: the learner writes ``keep_hidden(sqs, queue_url,
 receipt_handle, visibility_timeout, clock)``, returning a context manager
 that keeps the message hidden while its block runs, and stops when the block
-ends. The harness runs a step several visibility timeouts long inside it
-while a second worker polls, then checks the message comes back promptly
-once the block is over (as it must after a crash).
+ends, also when the step raises. The harness records every
+ChangeMessageVisibility call and judges them exactly: every instant of the
+step must be covered, and a beat that lands as the window closes (within
+``BOUNDARY`` seconds) is a race, not cover. A second worker polls the queue
+meanwhile (it goes first at equal instants) and must get the message back
+within two visibility timeouts of the step's end; the worker lives on after
+the step, so a heartbeat that never stops shows itself.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from ...experiments.delivery import first_duplicate_story, race, send_alerts
+import numpy
+
 from ...agents.model import FakeModel, LatencyProfile
 from ...aws.topology import experiment_queue
-from ...sqs.worker import QueueWorker
-from ..registry import Case, CaseOutcome, WrongAnswer, register
+from ...errors import InvalidInput
+from ...experiments.delivery import first_duplicate_story, race, send_alerts
+from ..calls import Call, CallLog
+from ..registry import Case, CaseOutcome, RightAnswer, WrongAnswer, register
+from ..values import duration, seconds
 
 MEASURED = 200  # step times handed to the learner
-RACED = 60  # fresh steps raced on the queue
-MAX_DUPLICATE_SHARE = 0.05
+SLICES = 20  # raced steps: one from the middle of each 5% slice of the distribution
+MAX_OUTLIVED = 1  # of the SLICES raced steps (5%)
+RACERS = 3
 MAX_RECOVERY_FACTOR = 4  # timeout / p95: above it, crashed work waits too long
+SQS_MAX_VISIBILITY = 43_200
 
 
 @dataclass(frozen=True)
@@ -42,37 +59,59 @@ class Workload(Case):
 
 
 def measured_step_times(case: Workload, seed: int) -> list[float]:
-    """The sample of step times the learner's function receives."""
+    """The sample of step times the learner's function receives (in the order measured: unsorted)."""
     model = FakeModel(seed=seed, latency=LatencyProfile(case.p50, case.p95))
     return [round(model.latency_of(f"measured-{n}"), 1) for n in range(MEASURED)]
 
 
 def p95(values: list[float]) -> float:
+    """The nearest-rank 95th percentile."""
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)]
+    return ordered[math.ceil(0.95 * len(ordered)) - 1]
 
 
-def _as_timeout(value: Any) -> tuple[int | None, str]:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None, f"choose_visibility returned {type(value).__name__}; return a number of seconds"
-    if not 1 <= value <= 43_200:
-        return None, f"{value} s is outside SQS's range for a visibility timeout (1 to 43200 s)"
-    return math.ceil(value), ""
+def raced_steps(case: Workload, rng: Any) -> dict[str, float]:
+    """One step from the middle of each 5% slice of the distribution, in a seeded order."""
+    profile = LatencyProfile(case.p50, case.p95)
+    lengths = [profile.quantile((n + 0.5) / SLICES) for n in range(SLICES)]
+    rng.shuffle(lengths)
+    return {f"alert-{n + 1}": length for n, length in enumerate(lengths)}
 
 
-def _choose(answer: Any, times: list[float]) -> Any:
-    if not callable(answer):
-        raise TypeError("pass the function itself: check('01.visibility', choose_visibility)")
-    return answer(list(times))
+def reference_visibility(step_times: list[float]) -> int:
+    """The p95 (nearest rank, after sorting) with a 1.5x margin."""
+    ordered = sorted(step_times)
+    return math.ceil(1.5 * ordered[math.ceil(0.95 * len(ordered)) - 1])
 
 
-WRONG_VISIBILITY = (
-    WrongAnswer("SQS's default of 30 s", lambda times: 30, "ran twice"),
-    WrongAnswer("the median step time", lambda times: sorted(times)[len(times) // 2], "ran twice"),
-    WrongAnswer("the mean plus 50%", lambda times: 1.5 * sum(times) / len(times), "ran twice"),
-    WrongAnswer("the 12-hour maximum", lambda times: 43_200, "waits"),
+def _unsorted_p95(times: list[float]) -> float:
+    return 1.5 * times[math.ceil(0.95 * len(times)) - 1]
+
+
+VISIBILITY_RIGHT = (
+    RightAnswer("numpy's percentile (linear interpolation), x1.5", lambda times: numpy.percentile(times, 95) * 1.5),
+    RightAnswer("statistics.quantiles, x1.5", lambda times: __import__("statistics").quantiles(times, n=20)[-1] * 1.5),
+    RightAnswer("a numpy integer", lambda times: numpy.int64(reference_visibility(times))),
+    RightAnswer("a float, not rounded", lambda times: 1.5 * p95(times)),
+    RightAnswer("twice the p95", lambda times: 2 * p95(times)),
+    RightAnswer("the p99", lambda times: sorted(times)[math.ceil(0.99 * len(times)) - 1]),
+)
+
+VISIBILITY_WRONG = (
+    WrongAnswer("SQS's default of 30 s", lambda times: 30, "outlived it"),
+    WrongAnswer("the median step time", lambda times: sorted(times)[len(times) // 2], "outlived it"),
+    WrongAnswer("the mean plus 50%", lambda times: 1.5 * sum(times) / len(times), "outlived it"),
+    WrongAnswer("twice the mean", lambda times: 2 * sum(times) / len(times), "outlived it"),
+    WrongAnswer("the p95 of the unsorted list, x1.5", _unsorted_p95, "the list is not sorted"),
+    WrongAnswer("the 12-hour maximum", lambda times: SQS_MAX_VISIBILITY, "waits"),
     WrongAnswer("ten times the longest step seen", lambda times: 10 * max(times), "waits"),
-    WrongAnswer("not a number", lambda times: "900", "return a number"),
+    WrongAnswer("the longest step seen (a heavy tail's outlier)", max, "waits"),
+    WrongAnswer("a hard-coded 900 s", lambda times: 900, "waits", public=False),
+    WrongAnswer("a string", lambda times: "900", "return a number of seconds"),
+    WrongAnswer("a bool", lambda times: True, "a bool"),
+    WrongAnswer("NaN", lambda times: float("nan"), "returned NaN"),
+    WrongAnswer("a negative number", lambda times: -1, "a negative duration"),
+    WrongAnswer("more than SQS allows", lambda times: 50_000, "at most 43200 s"),
 )
 
 
@@ -80,134 +119,406 @@ WRONG_VISIBILITY = (
     "01.visibility",
     title="Size the visibility timeout from measured step times",
     points=2,
-    public=[Workload("researcher steps (p50 90 s, p95 420 s)", 90, 420),
-            Workload("short tool calls (p50 20 s, p95 45 s)", 20, 45)],
-    hidden=[Workload("long research steps (p50 240 s, p95 900 s)", 240, 900),
-            Workload("heavy-tailed steps (p50 30 s, p95 300 s)", 30, 300)],
-    wrong_answers=WRONG_VISIBILITY,
-    timeout=20,
+    public=[
+        Workload("researcher steps (p50 90 s, p95 420 s)", 90, 420),
+        Workload("heavy-tailed steps (p50 30 s, p95 300 s)", 30, 300),
+    ],
+    hidden=[
+        Workload("short tool calls (p50 20 s, p95 45 s)", 20, 45),
+        Workload("long research steps (p50 240 s, p95 900 s)", 240, 900),
+    ],
+    reference=reference_visibility,
+    right_answers=VISIBILITY_RIGHT,
+    wrong_answers=VISIBILITY_WRONG,
+    timeout=30,
 )
 def check_visibility(answer: Any, case: Workload, ctx: Any) -> CaseOutcome:
+    """Race fresh steps on a queue with the learner's timeout; bound the wait after a crash."""
+    if not callable(answer):
+        return CaseOutcome(False, "pass the function itself: check('01.visibility', choose_visibility)")
     times = measured_step_times(case, ctx.seed)
-    timeout, problem = _as_timeout(_choose(answer, times))
-    if timeout is None:
-        return CaseOutcome(False, problem)
-    limit = MAX_RECOVERY_FACTOR * p95(times)
-    if timeout > limit:
+    try:
+        chosen = seconds(answer(list(times)), returned_by="choose_visibility", example="630")
+    except InvalidInput as bad:
+        return CaseOutcome(False, str(bad))
+    if chosen > SQS_MAX_VISIBILITY:
+        return CaseOutcome(False, f"{chosen:g} s: SQS takes at most {SQS_MAX_VISIBILITY} s (12 h) for a visibility timeout")
+    timeout = math.ceil(chosen)
+    measured_p95 = p95(times)
+    if timeout > MAX_RECOVERY_FACTOR * measured_p95:
         return CaseOutcome(
             False,
-            f"{timeout} s is more than {MAX_RECOVERY_FACTOR}x the p95 step time ({p95(times):.0f} s): "
-            f"a message whose worker crashed waits {timeout} s before anyone retries it",
+            f"{timeout} s is more than {MAX_RECOVERY_FACTOR}x the p95 step time ({measured_p95:g} s): "
+            f"a message whose worker crashed waits {duration(timeout)} before anyone retries it",
         )
-    model = FakeModel(seed=ctx.seed + 1, latency=LatencyProfile(case.p50, case.p95))
-    steps = {f"alert-{n}": model.latency_of(f"alert-{n}") for n in range(RACED)}
+    steps = raced_steps(case, ctx.rng())
     with experiment_queue(ctx.backend, ctx.fresh_prefix(), visibility_timeout=timeout) as queue:
-        result = race(ctx.backend, queue, steps)
-    twice = sorted(result.ledger.duplicates(), key=lambda a: int(a.split("-")[1]))
-    if len(twice) > MAX_DUPLICATE_SHARE * RACED:
-        return CaseOutcome(
-            False,
-            f"with a {timeout} s visibility timeout, {len(twice)} of {RACED} steps outlived it and ran twice "
-            f"(more than {MAX_DUPLICATE_SHARE:.0%}); {first_duplicate_story(result, twice[0])}",
+        result = race(ctx.backend, queue, steps, workers=RACERS)
+    outlived = [alert for alert in steps if _first_run_seconds(result, alert) > timeout]
+    if len(outlived) > MAX_OUTLIVED:
+        return CaseOutcome(False, _outlived_diagnosis(result, timeout, outlived, measured_p95))
+    return CaseOutcome(True, f"{timeout} s: {len(outlived)} of {SLICES} steps outlived it")
+
+
+def _first_run_seconds(result: Any, alert: str) -> float:
+    """How long the first worker to receive ``alert`` held it before its step was done."""
+    hops = result.tracer.timeline(alert)
+    first = next(hop for hop in hops if hop.name == "received")
+    done = next(hop for hop in hops if hop.name == "effect" and hop.component == first.component and hop.at >= first.at)
+    return done.at - first.at
+
+
+def _outlived_diagnosis(result: Any, timeout: int, outlived: list[str], measured_p95: float) -> str:
+    twice = sorted(result.ledger.duplicates(), key=lambda alert: int(alert.split("-")[1]))
+    diagnosis = (
+        f"with a {timeout} s visibility timeout, {len(outlived)} of {SLICES} steps outlived it (at most "
+        f"{MAX_OUTLIVED} may): SQS offered each again while it still ran, and {len(twice)} ran twice here"
+    )
+    if twice:
+        diagnosis += f" ({first_duplicate_story(result, twice[0])})"
+    if timeout < measured_p95:
+        diagnosis += (
+            f"; {timeout} s is below the p95 of the step times you were given ({measured_p95:g} s; "
+            "the list is not sorted)"
         )
-    return CaseOutcome(True, f"{timeout} s: {len(twice)} of {RACED} steps ran twice; recovery after a crash within {timeout} s")
+    return diagnosis
+
+
+BOUNDARY = 1.0  # seconds: a beat this close to the end of the window is a race, not cover
+RETURN_WITHIN = 2  # visibility timeouts after the step's end by which the message must be back
+
+
+class StepFailed(Exception):
+    """Raised inside the heartbeat's block by a step that fails."""
 
 
 @dataclass(frozen=True)
 class LongStep(Case):
-    """A step ``factor`` visibility timeouts long, on a queue with this timeout."""
+    """A step of ``step`` seconds inside the heartbeat, on a queue with this timeout; it may fail at the end."""
 
     visibility_timeout: int = 300
-    factor: float = 3.3
+    step: float = 990.0
+    fails: bool = False
 
 
-def _step_inside(answer: Any, case: LongStep, ctx: Any) -> tuple[bool, bool, str]:
-    """Run one long step under the learner's heartbeat: (stayed hidden, came back after, problem)."""
-    backend = ctx.backend
+@dataclass
+class _HeartbeatRun:
+    """What happened while one long step ran under the learner's heartbeat (times from the first receive)."""
+
+    phase: str = "call"  # call -> enter -> step -> exit -> after
+    problem: str = ""
+    ended: float | None = None
+    swallowed: bool = False
+    taken_at: list[tuple[float, str]] = field(default_factory=list)
+
+
+def _run_step(answer: Any, case: LongStep, ctx: Any) -> tuple[_HeartbeatRun, list[Call], float]:
+    """Receive one message, run the step under ``answer``'s heartbeat while a second worker polls."""
+    backend, clock = ctx.backend, ctx.backend.clock
+    run = _HeartbeatRun()
     with experiment_queue(backend, ctx.fresh_prefix(), visibility_timeout=case.visibility_timeout) as queue:
         send_alerts(backend, queue, ["alert-1"])
         sqs = backend.client("sqs")
-        holder = QueueWorker(backend, queue.url, lambda d: None, name="worker-1")
-        message = holder.receive()[0]
-        manager = answer(sqs, queue.url, message["ReceiptHandle"], case.visibility_timeout, backend.clock)
-        if not isinstance(manager, contextlib.AbstractContextManager) and not hasattr(manager, "__enter__"):
-            return False, False, (
-                f"keep_hidden returned {type(manager).__name__}; return a context manager "
-                "(for example the one clock.every(...) gives you)"
-            )
-        seen_during: list[float] = []
-        seen_after: list[float] = []
-        step = case.visibility_timeout * case.factor
-        start = backend.clock.now()
+        message = sqs.receive_message(QueueUrl=queue.url)["Messages"][0]
+        start = clock.now()
+        log = CallLog(sqs, clock, tag=lambda: run.phase)
+        vis = queue.visibility_timeout
 
-        def worker_one() -> None:
-            with manager:
-                backend.clock.sleep(step)
-            # worker-1 now "crashes": it never deletes, so the queue must offer the message again
+        def work() -> None:
+            manager = answer(log.client, queue.url, message["ReceiptHandle"], vis, clock)
+            if not (hasattr(manager, "__enter__") and hasattr(manager, "__exit__")):
+                run.problem = (
+                    f"keep_hidden returned {type(manager).__name__}; return a context manager "
+                    "(for example the one clock.every(...) gives you)"
+                )
+                return
+            run.phase = "enter"
+            try:
+                with manager:
+                    run.phase = "step"
+                    clock.sleep(case.step)
+                    run.phase, run.ended = "exit", _since(start, clock)
+                    if case.fails:
+                        raise StepFailed("the step failed")
+            except StepFailed:
+                pass
+            else:
+                run.swallowed = case.fails
+            run.phase = "after"
+            clock.sleep(RETURN_WITHIN * vis)  # the worker lives on: a heartbeat that outlived its block beats now
 
-        def worker_two() -> None:
-            interval = max(case.visibility_timeout / 30, 1.0)
-            while backend.clock.now() - start < step + 2 * case.visibility_timeout:
-                got = sqs.receive_message(QueueUrl=queue.url).get("Messages", [])
-                if got:
-                    (seen_during if backend.clock.now() - start < step else seen_after).append(
-                        backend.clock.now() - start
-                    )
+        def poll() -> None:
+            interval = vis / 20
+            while not run.problem:
+                at = _since(start, clock)
+                if sqs.receive_message(QueueUrl=queue.url).get("Messages"):
+                    run.taken_at.append((at, run.phase))
                     return
-                backend.clock.sleep(interval)
+                if at > case.step + (RETURN_WITHIN + 1) * vis:
+                    return
+                clock.sleep(interval)
 
-        backend.clock.run_together(worker_one, worker_two)
-    if seen_during:
-        return False, False, (
-            f"another worker received the message at +{seen_during[0]:.0f} s while the {step:.0f} s step "
-            f"was still running (visibility timeout {case.visibility_timeout} s): the heartbeat came too late or stopped"
+        try:
+            clock.run_together(poll, work)  # the poller first: at equal instants it goes before the heartbeat
+        finally:
+            log.close()
+    calls = [_relative(call, start) for call in log.of("change_message_visibility", "change_message_visibility_batch")]
+    return run, calls, float(vis)
+
+
+def _since(start: float, clock: Any) -> float:
+    """Seconds since ``start``, to a tenth: the virtual clock ticks with wall time, microseconds apart."""
+    return round(clock.now() - start, 1)
+
+
+def _relative(call: Call, start: float) -> Call:
+    return dataclasses.replace(call, at=round(call.at - start, 1))
+
+
+def _extensions(call: Call) -> list[float]:
+    """The visibility timeouts a successful call set (one per batch entry)."""
+    if not call.ok:
+        return []
+    if call.operation == "change_message_visibility":
+        return [float(call.params["VisibilityTimeout"])]
+    return [float(entry["VisibilityTimeout"]) for entry in call.params.get("Entries", [])]
+
+
+def _first_gap(calls: list[Call], end: float, vis: float) -> tuple[float, float] | None:
+    """The first stretch of the step (from, until) not covered with a margin, or None."""
+    hidden_until = vis
+    for call in calls:
+        for extension in _extensions(call):
+            if call.at > hidden_until - BOUNDARY:
+                return hidden_until, call.at
+            hidden_until = call.at + extension
+    if end > hidden_until - BOUNDARY:
+        return hidden_until, end
+    return None
+
+
+def _hidden_until(calls: list[Call], vis: float) -> float:
+    hidden_until = vis
+    for call in calls:
+        for extension in _extensions(call):
+            hidden_until = call.at + extension
+    return hidden_until
+
+
+def _judge_heartbeat(run: _HeartbeatRun, calls: list[Call], case: LongStep, vis: float) -> CaseOutcome:
+    if run.problem:
+        return CaseOutcome(False, run.problem)
+    end = run.ended if run.ended is not None else case.step
+    step = f"the {duration(case.step)} step"
+    if run.swallowed:
+        return CaseOutcome(
+            False,
+            f"{step} raised, but your context manager swallowed the exception: the worker would take the step "
+            "for done and delete the message; let the exception through (__exit__ returns nothing)",
         )
-    if not seen_after:
-        return True, False, (
-            f"the message stayed hidden for more than {2 * case.visibility_timeout} s after the step ended: "
-            "the heartbeat did not stop with the step, so a crashed worker's message would be stuck"
+    late = [call for call in calls if call.tag == "after"]
+    if late:
+        when = "failed" if case.fails else "ended"
+        advice = "; stop it in a finally (a with block or try/finally), so it stops when the step raises too" if case.fails else ""
+        return CaseOutcome(
+            False,
+            f"your heartbeat extended the message at +{late[0].at:g} s, {duration(late[0].at - end)} after "
+            f"{step} {when} (+{end:g} s): it never stopped, so a crashed worker's message would stay hidden{advice}",
         )
-    return True, True, ""
+    during = [call for call in calls if call.tag != "exit"]
+    gap = _first_gap(during, end, vis)
+    if gap is not None:
+        return CaseOutcome(False, _gap_diagnosis(gap, during, step, end, vis, run))
+    taken = [at for at, phase in run.taken_at if phase != "after"]
+    if taken:
+        return CaseOutcome(False, f"worker-2 received the message at +{taken[0]:g} s, while {step} was still running")
+    back = _hidden_until(calls, vis)
+    if back > end + RETURN_WITHIN * vis + BOUNDARY:
+        return CaseOutcome(
+            False,
+            f"the message stays hidden until +{back:g} s, {duration(back - end)} after {step} ended: "
+            f"a crashed worker's message would wait that long (allow at most {RETURN_WITHIN} visibility timeouts, "
+            f"{duration(RETURN_WITHIN * vis)}); extend by about one visibility timeout at a time",
+        )
+    if not run.taken_at:
+        return CaseOutcome(False, f"the message did not come back within {duration(RETURN_WITHIN * vis)} of the step's end")
+    return CaseOutcome(True, f"hidden for the whole step, back {duration(max(run.taken_at[0][0] - end, 0))} after it ended")
+
+
+def _gap_diagnosis(
+    gap: tuple[float, float], during: list[Call], step: str, end: float, vis: float, run: _HeartbeatRun
+) -> str:
+    opened, closed = gap
+    taken = [at for at, phase in run.taken_at if phase != "after"]
+    seen = f"; here worker-2 received it at +{taken[0]:g} s" if taken else ""
+    if not [call for call in during if _extensions(call)]:
+        return (
+            f"keep_hidden never extended the message while {step} ran (no ChangeMessageVisibility reached SQS): "
+            f"it became visible at +{opened:g} s and another worker can run it twice{seen}"
+        )
+    if abs(closed - opened) < BOUNDARY:
+        return (
+            f"at +{opened:g} s the message's visibility ran out at the very instant your heartbeat extended it: "
+            f"on AWS that is a race another worker's receive can win; beat before each window ends "
+            f"(more often than every {vis:g} s, and by at least the interval){seen}"
+        )
+    until = "the step ended" if closed >= end else f"the next beat at +{closed:g} s"
+    return (
+        f"the message was visible from +{opened:g} s until {until}, while {step} was still running "
+        f"(visibility timeout {vis:g} s): another worker can take it and run the step twice; "
+        f"beat more often than the timeout, and extend by more than the interval{seen}"
+    )
+
+
+def reference_heartbeat(sqs: Any, queue_url: str, receipt_handle: str, visibility_timeout: int, clock: Any) -> Any:
+    """Extend by one visibility timeout every third of it, while the block runs."""
+
+    def extend() -> None:
+        sqs.change_message_visibility(QueueUrl=queue_url, ReceiptHandle=receipt_handle, VisibilityTimeout=visibility_timeout)
+
+    return clock.every(visibility_timeout / 3, extend)
+
+
+def _extender(sqs: Any, url: str, handle: str, seconds_: float) -> Any:
+    return lambda: sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=handle, VisibilityTimeout=int(seconds_))
+
+
+class _ClassHeartbeat:
+    """A hand-written context manager: extend on entry, then every half timeout."""
+
+    def __init__(self, sqs: Any, url: str, handle: str, vis: int, clock: Any) -> None:
+        self.extend = _extender(sqs, url, handle, vis)
+        self.beat = clock.every(vis / 2, self.extend)
+
+    def __enter__(self) -> None:
+        self.extend()
+        self.beat.__enter__()
+
+    def __exit__(self, *error: Any) -> None:
+        self.beat.__exit__(*error)
+
+
+@contextlib.contextmanager
+def _releases_on_exit(sqs: Any, url: str, handle: str, vis: int, clock: Any) -> Any:
+    try:
+        with clock.every(vis / 3, _extender(sqs, url, handle, vis)):
+            yield
+    finally:
+        sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=handle, VisibilityTimeout=0)
+
+
+def _batch_heartbeat(sqs: Any, url: str, handle: str, vis: int, clock: Any) -> Any:
+    def extend() -> None:
+        sqs.change_message_visibility_batch(
+            QueueUrl=url, Entries=[{"Id": "beat", "ReceiptHandle": handle, "VisibilityTimeout": vis}]
+        )
+
+    return clock.every(vis / 3, extend)
+
+
+def _exit_stack(sqs: Any, url: str, handle: str, vis: int, clock: Any) -> Any:
+    stack = contextlib.ExitStack()
+    stack.enter_context(clock.every(vis / 4, _extender(sqs, url, handle, 2 * vis)))
+    return stack
+
+
+class _StopsOnlyOnSuccess(_ClassHeartbeat):
+    """Its __exit__ returns early when the step raised, before stopping the beat."""
+
+    def __exit__(self, kind: Any, *error: Any) -> None:
+        if kind is not None:
+            return
+        self.beat.__exit__(None, None, None)
+
+
+class _NeverStops(_ClassHeartbeat):
+    """Starts the beat on entry and forgets to stop it."""
+
+    def __exit__(self, *error: Any) -> None:
+        return None
+
+
+@contextlib.contextmanager
+def _swallows(sqs: Any, url: str, handle: str, vis: int, clock: Any) -> Any:
+    with clock.every(vis / 3, _extender(sqs, url, handle, vis)):
+        try:
+            yield
+        except Exception:
+            pass
+
+
+def _extend_once(sqs: Any, url: str, handle: str, seconds_: float) -> contextlib.AbstractContextManager[None]:
+    _extender(sqs, url, handle, seconds_)()
+    return contextlib.nullcontext()
+
+
+HEARTBEAT_RIGHT = (
+    RightAnswer("every half timeout", lambda sqs, url, h, vis, clock: clock.every(vis / 2, _extender(sqs, url, h, vis))),
+    RightAnswer("a class with __enter__ and __exit__", _ClassHeartbeat),
+    RightAnswer("a generator that releases the message on exit", _releases_on_exit),
+    RightAnswer("the batch API", _batch_heartbeat),
+    RightAnswer("an ExitStack, every quarter timeout by two timeouts", _exit_stack),
+)
+
+HEARTBEAT_WRONG = (
+    WrongAnswer(
+        "extends once at the start",
+        lambda sqs, url, h, vis, clock: _extend_once(sqs, url, h, vis),
+        "while the 16 min 30 s step was still running",
+    ),
+    WrongAnswer(
+        "beats every 1.5 visibility timeouts",
+        lambda sqs, url, h, vis, clock: clock.every(1.5 * vis, _extender(sqs, url, h, vis)),
+        "beat more often than the timeout",
+    ),
+    WrongAnswer(
+        "beats exactly every visibility timeout (a tie)",
+        lambda sqs, url, h, vis, clock: clock.every(vis, _extender(sqs, url, h, vis)),
+        "at the very instant your heartbeat extended it",
+    ),
+    WrongAnswer(
+        "extends by less than its own interval",
+        lambda sqs, url, h, vis, clock: clock.every(vis / 2, _extender(sqs, url, h, vis / 3)),
+        "extend by more than the interval",
+    ),
+    WrongAnswer(
+        "hides the message for 10 hours",
+        lambda sqs, url, h, vis, clock: _extend_once(sqs, url, h, 36_000),
+        "a crashed worker's message would wait that long",
+    ),
+    WrongAnswer("a timer that never stops", _NeverStops, "it never stopped"),
+    WrongAnswer("stops the beat only when the step succeeds", _StopsOnlyOnSuccess, "so it stops when the step raises too"),
+    WrongAnswer("swallows the step's exception", _swallows, "swallowed the exception"),
+    WrongAnswer("returns nothing", lambda sqs, url, h, vis, clock: None, "return a context manager"),
+    WrongAnswer(
+        "hard-coded for a 5-minute timeout",
+        lambda sqs, url, h, vis, clock: clock.every(100, _extender(sqs, url, h, 300)),
+        "visible from +60 s",
+        public=False,
+    ),
+)
 
 
 @register(
     "01.heartbeat",
     title="Keep a long step's message hidden with a heartbeat",
     points=2,
-    public=[LongStep("a 16-minute step on a 5-minute timeout", 300, 3.3)],
-    hidden=[LongStep("a 40-minute step on a 15-minute timeout", 900, 2.7),
-            LongStep("a 10-minute step on a 1-minute timeout", 60, 10)],
-    wrong_answers=(
-        WrongAnswer(
-            "extends once at the start",
-            lambda sqs, url, handle, vis, clock: _extend_once(sqs, url, handle, vis),
-            "too late or stopped",
-        ),
-        WrongAnswer(
-            "beats every 1.5 visibility timeouts",
-            lambda sqs, url, handle, vis, clock: clock.every(
-                1.5 * vis, lambda: sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=handle, VisibilityTimeout=vis)
-            ),
-            "too late or stopped",
-        ),
-        WrongAnswer(
-            "hides the message for 10 hours",
-            lambda sqs, url, handle, vis, clock: _extend_once(sqs, url, handle, 36_000),
-            "did not stop",
-        ),
-        WrongAnswer("returns nothing", lambda sqs, url, handle, vis, clock: None, "return a context manager"),
-    ),
-    timeout=15,
+    public=[
+        LongStep("a 16½-minute step on a 5-minute timeout", 300, 990),
+        LongStep("a step that fails after 12 minutes, on a 5-minute timeout", 300, 720, fails=True),
+    ],
+    hidden=[
+        LongStep("a 40-minute step on a 15-minute timeout", 900, 2400),
+        LongStep("a 10-minute step on a 1-minute timeout", 60, 600),
+    ],
+    reference=reference_heartbeat,
+    right_answers=HEARTBEAT_RIGHT,
+    wrong_answers=HEARTBEAT_WRONG,
+    timeout=20,
 )
 def check_heartbeat(answer: Any, case: LongStep, ctx: Any) -> CaseOutcome:
+    """Run one long step under the learner's heartbeat and judge every extension it made."""
     if not callable(answer):
         return CaseOutcome(False, "pass the function itself: check('01.heartbeat', keep_hidden)")
-    hidden, back, problem = _step_inside(answer, case, ctx)
-    if problem:
-        return CaseOutcome(False, problem)
-    return CaseOutcome(hidden and back, "hidden for the whole step, visible again soon after it ended")
-
-
-def _extend_once(sqs: Any, url: str, handle: str, seconds: int) -> contextlib.AbstractContextManager[None]:
-    sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=handle, VisibilityTimeout=seconds)
-    return contextlib.nullcontext()
+    run, calls, vis = _run_step(answer, case, ctx)
+    return _judge_heartbeat(run, calls, case, vis)
