@@ -17,7 +17,7 @@ import tempfile
 import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -117,7 +117,8 @@ def rows(lab: str) -> list[Row]:
 
 def wall_time() -> str:
     """Now, by the wall clock (never a lab's virtual clock), as ISO 8601 to the second."""
-    return escape_hatch.datetime.datetime.now(UTC).isoformat(timespec="seconds")
+    clock = escape_hatch.datetime.datetime if escape_hatch.is_travelling() else datetime
+    return clock.now(UTC).isoformat(timespec="seconds")
 
 
 def labs() -> list[str]:

@@ -153,7 +153,7 @@ def check_visibility(answer: Any, case: Workload, ctx: Any) -> CaseOutcome:
         )
     steps = raced_steps(case, ctx.rng())
     with experiment_queue(ctx.backend, ctx.fresh_prefix(), visibility_timeout=timeout) as queue:
-        result = race(ctx.backend, queue, steps, workers=RACERS)
+        result = race(ctx.backend, queue, steps, workers=RACERS, poll_interval=timeout / 5)
     outlived = [alert for alert in steps if _first_run_seconds(result, alert) > timeout]
     if len(outlived) > MAX_OUTLIVED:
         return CaseOutcome(False, _outlived_diagnosis(result, timeout, outlived, measured_p95))
@@ -248,7 +248,7 @@ def _run_step(answer: Any, case: LongStep, ctx: Any) -> tuple[_HeartbeatRun, lis
             clock.sleep(RETURN_WITHIN * vis)  # the worker lives on: a heartbeat that outlived its block beats now
 
         def poll() -> None:
-            interval = vis / 20
+            interval = vis / 10
             while not run.problem:
                 at = _since(start, clock)
                 if sqs.receive_message(QueueUrl=queue.url).get("Messages"):
@@ -509,7 +509,7 @@ HEARTBEAT_WRONG = (
     ],
     hidden=[
         LongStep("a 40-minute step on a 15-minute timeout", 900, 2400),
-        LongStep("a 10-minute step on a 1-minute timeout", 60, 600),
+        LongStep("a 5-minute step on a 1-minute timeout", 60, 300),
     ],
     reference=reference_heartbeat,
     right_answers=HEARTBEAT_RIGHT,

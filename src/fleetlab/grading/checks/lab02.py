@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import threading
+import weakref
 from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
@@ -149,7 +150,7 @@ def _consumer_diagnosis(alert: str, tickets: int, journal: _Journal, result: Any
         return head + _why_none(mine, journal) + story
     unclaimed = [d for d in filers if not any(e.delivery == d and e.what == "won" for e in mine)]
     if unclaimed:
-        return head + _why_unclaimed(unclaimed, mine, claims) + story
+        return head + _why_unclaimed(unclaimed, mine, tickets) + story
     records = sorted({entry.record for entry in claims if entry.delivery in filers})
     if len(records) > 1:
         return head + f": its deliveries claimed different records ({' and '.join(records[:2])}), so each won: " \
@@ -161,11 +162,11 @@ def _consumer_diagnosis(alert: str, tickets: int, journal: _Journal, result: Any
     return head + ": the same work ran its effect again" + story
 
 
-def _why_unclaimed(unclaimed: list[str], mine: list[_Entry], claims: list[_Entry]) -> str:
+def _why_unclaimed(unclaimed: list[str], mine: list[_Entry], tickets: int) -> str:
     if any(e.delivery in unclaimed and e.what in ("done", "busy") for e in mine):
         return (": a delivery filed its ticket before its claim found the work taken (a read, then the ticket, then "
                 "the claim): two deliveries at once both see no record; claim first, and file only when the claim is won")
-    if not claims:
+    if tickets > 1:
         return (": none of its deliveries claimed the work on the store before filing, so nothing told a later "
                 "delivery it was done; claim the key with store.claim(key, name) before the ticket")
     return (": a ticket was filed by a delivery that never won a claim on the store; what one worker remembers in "
@@ -243,16 +244,15 @@ def _never_completes(delivery: Any, store: IdempotencyStore) -> Any:
     return "filed"
 
 
-def _in_memory() -> Any:
-    seen: set[str] = set()
+_REMEMBERED: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
 
-    def consumer(delivery: Any, store: IdempotencyStore) -> Any:
-        if delivery.trace_id not in seen:
-            seen.add(delivery.trace_id)
-            delivery.record_effect(kind="ticket")
-        return "filed"
 
-    return consumer
+def _in_memory(delivery: Any, store: IdempotencyStore) -> Any:
+    seen = _REMEMBERED.setdefault(store, set())  # what one process remembers, for the life of one run
+    if delivery.trace_id not in seen:
+        seen.add(delivery.trace_id)
+        delivery.record_effect(kind="ticket")
+    return "filed"
 
 
 CONSUMER_RIGHT = (
@@ -274,7 +274,7 @@ CONSUMER_WRONG = (
     WrongAnswer("marks the work done before the ticket", _done_first, "completed before its ticket was filed"),
     WrongAnswer("checks the record, then acts", _check_then_act, "claim first, and file only when the claim is won"),
     WrongAnswer("never completes the claim", _never_completes, "none completed it"),
-    WrongAnswer("remembers alerts in memory", _in_memory(), "memory in one worker"),
+    WrongAnswer("remembers alerts in memory", _in_memory, "remembers in memory dies with it"),
     WrongAnswer("one consumer name per worker", lambda d, store: _keyed(d, store, d.trace_id, d.worker),
                 "that key names the delivery or the worker"),
 )
