@@ -52,9 +52,6 @@ class CallLog:
         """The recorded calls of these operations, in order."""
         return [call for call in self.calls if call.operation in operations]
 
-    def failures(self) -> list[Call]:
-        return [call for call in self.calls if not call.ok]
-
     def close(self) -> None:
         """From now on calls do nothing and are not recorded."""
         self.closed = True

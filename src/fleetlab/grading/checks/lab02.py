@@ -563,7 +563,6 @@ def _update_instead(ddb: Any, table: str, key: str, owner: str, now: float, leas
     return True
 
 
-LEASE_CONDITION = "attribute_not_exists(pk) OR (#s = :running AND lease_until < :now)"
 LEASE_RIGHT = (
     RightAnswer("update_item with the condition, caught by its exception class", _update_instead),
     RightAnswer("an integer lease_until, checking the status is not done",
