@@ -563,8 +563,19 @@ def _update_instead(ddb: Any, table: str, key: str, owner: str, now: float, leas
     return True
 
 
+def _read_then_conditional_put(ddb: Any, table: str, key: str, owner: str, now: float, lease: float) -> bool:
+    if _item(ddb, table, key).get("status", {}).get("S") == COMPLETED:
+        return False  # a cheap early answer; the conditional write below still decides every race
+    return reference_claim(ddb, table, key, owner, now, lease)
+
+
 LEASE_RIGHT = (
     RightAnswer("update_item with the condition, caught by its exception class", _update_instead),
+    RightAnswer("a read first, then the conditional put", _read_then_conditional_put),
+    RightAnswer("every attribute named, attribute_not_exists on the sort key",
+                lambda ddb, t, k, o, now, lease: _put(ddb, t, k, o, now, lease,
+                                                      "attribute_not_exists(#k) OR (#s = :running AND #l < :now)",
+                                                      {"#k": "sk", "#s": "status", "#l": "lease_until"})),
     RightAnswer("an integer lease_until, checking the status is not done",
                 lambda ddb, t, k, o, now, lease: _put(ddb, t, k, o, int(now), lease,
                                                       "attribute_not_exists(pk) OR (lease_until < :now AND #s <> :done)",
