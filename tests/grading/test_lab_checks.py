@@ -5,7 +5,8 @@ import pytest
 
 import fleetlab.lab
 from fleetlab.grading import get_check, run_check
-from fleetlab.grading.checks import lab01, lab02
+from fleetlab.grading.checks.lab01 import visibility
+from fleetlab.grading.checks.lab02 import consumer
 from fleetlab.grading.results import Status
 
 
@@ -37,14 +38,14 @@ def test_a_lease_claim_is_diagnosed_from_the_key_it_found_not_from_the_case():
 
 
 def test_the_step_times_handed_to_the_learner_are_unsorted_and_the_statement_says_so():
-    times = lab01.measured_step_times(get_check("01.visibility").public[0], seed=1)
+    times = visibility.measured_step_times(get_check("01.visibility").public[0], seed=1)
     assert times != sorted(times)
 
 
 def test_every_consumer_case_has_alerts_that_share_a_conversation():
-    conversations = [conversation for conversation, _ in lab02.INCIDENTS.values()]
+    conversations = [conversation for conversation, _ in consumer.INCIDENTS.values()]
     assert len(set(conversations)) < len(conversations)
-    assert all(alert not in conversations for alert in lab02.INCIDENTS)
+    assert all(alert not in conversations for alert in consumer.INCIDENTS)
 
 
 def test_a_heartbeat_at_the_exact_boundary_fails_a_public_case_saying_the_boundary_was_the_problem():

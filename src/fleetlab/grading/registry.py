@@ -15,7 +15,8 @@ Points split evenly over the cases (public and hidden), unless the check
 says why its cases cannot be scored apart (``all_or_nothing="why"``).
 
 Check ids are ``"<lab>.<name>"`` (``"01.visibility"``). The checks of lab
-``NN`` live in ``fleetlab.grading.checks.labNN`` and are imported on first use.
+``NN`` live in ``fleetlab.grading.checks.labNN`` (a module, or a package with
+one module per check) and are imported on first use.
 """
 
 from __future__ import annotations
@@ -181,11 +182,11 @@ def checks_of(lab: str) -> list[Check]:
 
 
 def shipped_labs() -> list[str]:
-    """Labs with a check module in ``fleetlab.grading.checks``."""
+    """Labs with a check module or package in ``fleetlab.grading.checks``."""
     from importlib import resources
 
     modules = (entry.name for entry in resources.files("fleetlab.grading.checks").iterdir())
-    return sorted(match.group(1) for name in modules if (match := re.fullmatch(r"lab(\d\d)\.py", name)))
+    return sorted(match.group(1) for name in modules if (match := re.fullmatch(r"lab(\d\d)(\.py)?", name)))
 
 
 def known_labs() -> list[str]:
