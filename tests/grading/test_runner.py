@@ -158,3 +158,14 @@ def test_the_backend_is_the_active_one_resolved_on_first_use(monkeypatch):
     register("98.backend", title="backend", public=[Case("a")])(uses_backend)
     assert run_check(get_check("98.backend"), 1).passed
     assert opened == ["backend"]
+
+
+def test_a_check_that_asks_for_a_function_refuses_anything_else_before_any_case():
+    with registry.isolated():
+        register("98.fn", title="fn", public=[Number("one", 1)], hidden=[Number("two", 2)], function="double")(doubles)
+        in_notebook = run_check(get_check("98.fn"), 2)
+        graded = run_check(get_check("98.fn"), 2, include_hidden=True)
+    assert (in_notebook.status, in_notebook.diagnosis, in_notebook.cases) == (
+        Status.FAIL, "pass the function itself: check('98.fn', double)", []
+    )
+    assert (graded.status, graded.points) == (Status.FAIL, 0)

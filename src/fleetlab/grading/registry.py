@@ -90,6 +90,7 @@ class Check:
     wrong_answers: tuple[WrongAnswer, ...] = ()
     timeout: float = DEFAULT_TIMEOUT
     all_or_nothing: str = ""
+    function: str = ""
 
     @property
     def lab(self) -> str:
@@ -131,8 +132,12 @@ def register(
     wrong_answers: Sequence[WrongAnswer] = (),
     timeout: float = DEFAULT_TIMEOUT,
     all_or_nothing: str = "",
+    function: str = "",
 ) -> Callable[[Harness], Harness]:
     """Decorator: register the decorated harness as check ``check_id``.
+
+    ``function`` names the function the exercise asks for: an answer that is
+    not callable is then refused before any case runs.
 
     Registering the same id again replaces the check (a re-run notebook cell
     or a reloaded module). Raises InvalidInput for a malformed id, no public
@@ -158,6 +163,7 @@ def register(
             wrong_answers=tuple(wrong_answers),
             timeout=timeout,
             all_or_nothing=all_or_nothing,
+            function=function,
         )
         return harness
 

@@ -79,11 +79,18 @@ def conclude(check: Check, cases: list[CaseResult], *, graded: bool) -> CheckRes
 
 def not_yet(check: Check, *, graded: bool) -> CheckResult:
     """The verdict on an answer that is still a stub (no case was run)."""
+    return _without_cases(check, Status.NOT_YET, NOT_YET_ADVICE, graded=graded)
+
+
+def refused(check: Check, diagnosis: str, *, graded: bool) -> CheckResult:
+    """The verdict on an answer of the wrong kind (no case was run)."""
+    return _without_cases(check, Status.FAIL, diagnosis, graded=graded)
+
+
+def _without_cases(check: Check, status: Status, diagnosis: str, *, graded: bool) -> CheckResult:
     grader_adds = 0 if graded else len(check.hidden)
     points = 0.0 if not grader_adds else None
-    return CheckResult(
-        check.id, check.title, Status.NOT_YET, points, check.points, NOT_YET_ADVICE, [], grader_adds, check.scoring()
-    )
+    return CheckResult(check.id, check.title, status, points, check.points, diagnosis, [], grader_adds, check.scoring())
 
 
 def _verdict(cases: list[CaseResult], grader_adds: int) -> tuple[Status, str]:

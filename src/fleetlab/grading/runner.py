@@ -18,7 +18,7 @@ from typing import Any
 
 from . import learner
 from .registry import Case, CaseOutcome, Check
-from .results import CaseResult, CheckResult, Status, conclude, not_yet
+from .results import CaseResult, CheckResult, Status, conclude, not_yet, refused
 
 
 class CheckAbandoned(BaseException):
@@ -71,6 +71,9 @@ def run_check(check: Check, answer: Any, *, include_hidden: bool = False) -> Che
     """
     if learner.is_unfinished(answer):
         return not_yet(check, graded=include_hidden)
+    if check.function and not callable(answer):
+        advice = f"pass the function itself: check({check.id!r}, {check.function})"
+        return refused(check, advice, graded=include_hidden)
     deadline = time.monotonic() + check.timeout
     results: list[CaseResult] = []
     for case, hidden in check.cases(include_hidden=include_hidden):

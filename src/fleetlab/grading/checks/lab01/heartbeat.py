@@ -341,6 +341,7 @@ HEARTBEAT_WRONG = (
 @register(
     "01.heartbeat",
     title="Keep a long step's message hidden with a heartbeat",
+    function="keep_hidden",
     points=2,
     public=[
         LongStep("a 16½-minute step on a 5-minute timeout", 300, 990),
@@ -357,7 +358,5 @@ HEARTBEAT_WRONG = (
 )
 def check_heartbeat(answer: Any, case: LongStep, ctx: Any) -> CaseOutcome:
     """Run one long step under the learner's heartbeat and judge every extension it made."""
-    if not callable(answer):
-        return CaseOutcome(False, "pass the function itself: check('01.heartbeat', keep_hidden)")
     run, calls, vis = _run_step(answer, case, ctx)
     return _judge_heartbeat(run, calls, case, vis)

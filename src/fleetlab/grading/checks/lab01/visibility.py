@@ -91,6 +91,7 @@ VISIBILITY_WRONG = (
     WrongAnswer("ten times the longest step seen", lambda times: 10 * max(times), "waits"),
     WrongAnswer("the longest step seen (a heavy tail's outlier)", max, "waits"),
     WrongAnswer("a hard-coded 900 s", lambda times: 900, "waits", public=False),
+    WrongAnswer("a number, not the function", 630, "pass the function itself: check('01.visibility', choose_visibility)"),
     WrongAnswer("a string", lambda times: "900", "return a number of seconds"),
     WrongAnswer("a bool", lambda times: True, "a bool"),
     WrongAnswer("NaN", lambda times: float("nan"), "returned NaN"),
@@ -102,6 +103,7 @@ VISIBILITY_WRONG = (
 @register(
     "01.visibility",
     title="Size the visibility timeout from measured step times",
+    function="choose_visibility",
     points=2,
     public=[
         Workload("researcher steps (p50 90 s, p95 420 s)", 90, 420),
@@ -118,8 +120,6 @@ VISIBILITY_WRONG = (
 )
 def check_visibility(answer: Any, case: Workload, ctx: Any) -> CaseOutcome:
     """Race fresh steps on a queue with the learner's timeout; bound the wait after a crash."""
-    if not callable(answer):
-        return CaseOutcome(False, "pass the function itself: check('01.visibility', choose_visibility)")
     times = measured_step_times(case, ctx.seed)
     try:
         chosen = seconds(answer(list(times)), returned_by="choose_visibility", example="630")

@@ -262,6 +262,7 @@ CONSUMER_WRONG = (
 @register(
     "02.consumer",
     title="An idempotent consumer: one ticket per alert",
+    function="consumer",
     points=3,
     public=[
         Chaos("a crash after the ticket, before the delete",
@@ -282,8 +283,6 @@ CONSUMER_WRONG = (
 )
 def check_consumer(answer: Any, case: Chaos, ctx: Any) -> CaseOutcome:
     """Deliver the alerts under the case's chaos; one ticket each, each after a won claim."""
-    if not callable(answer):
-        return CaseOutcome(False, "pass the function itself: check('02.consumer', consumer)")
     backend = ctx.backend
     prefix = ctx.fresh_prefix()
     journal = _Journal()

@@ -300,6 +300,7 @@ class _Rekeyed:
 @register(
     "02.lease",
     title="A conditional claim with a lease",
+    function="claim",
     points=3,
     public=[
         LeaseStory("the first claim wins, a second waits", (("claim", "alert-7"), ("claim", "alert-7"))),
@@ -321,8 +322,6 @@ class _Rekeyed:
 )
 def check_lease(answer: Any, case: LeaseStory, ctx: Any) -> CaseOutcome:
     """Play the story's claims on a fresh table; judge each against the key's state just before it."""
-    if not callable(answer):
-        return CaseOutcome(False, "pass the function itself: check('02.lease', claim)")
     backend = ctx.backend
     with experiment_table(backend, ctx.fresh_prefix()) as table:
         ddb = Latency(backend.client("dynamodb"), backend.clock, 0.05)

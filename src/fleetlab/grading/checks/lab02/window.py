@@ -68,6 +68,7 @@ def _why_latest(case: Horizon) -> str:
 @register(
     "02.window",
     title="Choose the idempotency window",
+    function="idempotency_window",
     points=2,
     public=[
         Horizon("bus retries for 1 h, queue keeps 4 days", 3_600, 4 * 86_400, 0),
@@ -84,8 +85,6 @@ def _why_latest(case: Horizon) -> str:
 )
 def check_window(answer: Any, case: Horizon, ctx: Any) -> CaseOutcome:
     """Arithmetic only: the window covers retries + retention + replays, and stays within ten times that."""
-    if not callable(answer):
-        return CaseOutcome(False, "pass the function itself: check('02.window', idempotency_window)")
     try:
         window = seconds(answer(case.retry_window, case.retention, case.replay_horizon),
                          returned_by="idempotency_window", example="4 * 86_400")
