@@ -3,11 +3,17 @@ from botocore.exceptions import ClientError
 
 from fleetlab.aws.topology import experiment_queue, new_prefix
 from fleetlab.grading.calls import CallLog
-from fleetlab.lab import active_backend
+from fleetlab.aws.backends import open_backend
 
 
-def test_calls_are_recorded_with_time_tag_and_error_and_then_made_inert():
-    backend = active_backend()
+@pytest.fixture
+def backend():
+    opened = open_backend("moto")
+    yield opened
+    opened.close()
+
+
+def test_calls_are_recorded_with_time_tag_and_error_and_then_made_inert(backend):
     phase = ["before"]
     with experiment_queue(backend, new_prefix("98"), visibility_timeout=60) as queue:
         sqs = backend.client("sqs")
