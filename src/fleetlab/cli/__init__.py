@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from rich.console import Console
 
 from ..errors import FleetlabError
-from . import bench, doctor, grading
+from . import bench, doctor, grading, localstack
 from . import demo as demo_command
 
 
@@ -37,4 +37,5 @@ def build_parser() -> argparse.ArgumentParser:
     demo_command.add_command(commands)
     grading.add_commands(commands)
     bench.add_command(commands)
+    localstack.add_command(commands)
     return parser
