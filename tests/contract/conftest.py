@@ -1,7 +1,7 @@
 """The backend contract suite: the same pipeline behaviours on every backend.
 
 Backends come from ``FLEETLAB_CONTRACT_BACKENDS`` (comma-separated; default
-``moto,moto-server``). ``make parity-localstack`` sets it to ``localstack``.
+``moto,moto-server``). ``make test-localstack`` sets it to ``localstack``.
 One backend is open at a time: the fixture is module-scoped and pytest
 finishes one parameter before opening the next.
 """

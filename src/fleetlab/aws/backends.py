@@ -193,8 +193,8 @@ def _open_moto_server() -> Backend:
     return backend
 
 
-# Services a LocalStack set-up may serve from another endpoint (the host-mode
-# tool serves DynamoDB, and S3, from moto on :4567), and the variable naming it.
+# Services a LocalStack set-up may serve from another endpoint (`make localstack-up`
+# serves DynamoDB and S3 from moto on :4567), and the variable naming it.
 SERVED_APART = {"dynamodb": "FLEETLAB_DYNAMODB_ENDPOINT", "s3": "FLEETLAB_S3_ENDPOINT"}
 
 
@@ -205,7 +205,7 @@ def _open_localstack() -> Backend:
     _require_reachable(
         f"{endpoint}/_localstack/health",
         "LocalStack",
-        "start it with ../shared/tools/localstack-host/start.sh (no Docker) or `docker compose up localstack`",
+        "start it with `make localstack-up` (no Docker; export what it prints) or `docker compose up localstack`",
     )
     apart = {
         service: os.environ[variable].rstrip("/")

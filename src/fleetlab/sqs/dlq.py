@@ -17,7 +17,7 @@ from ..aws.backends import Backend
 from ..errors import FleetlabError
 from ..aws.topology import WorkQueue
 
-MOVE_TASK_FEATURE = "sqs.start_message_move_task"
+MOVE_TASK_FEATURE = "sqs.move_task_to_destination"  # redrive names its DestinationArn
 
 
 @dataclass(frozen=True)
