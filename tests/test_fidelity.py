@@ -28,7 +28,7 @@ EMULATORS = ("moto", "moto-server")
 MOTO_5_2_5 = {
     "sqs.visibility_timeout": (True, "back at +901 s with ApproximateReceiveCount 2"),
     "sqs.redrive_receive": (True, "receive 4 finds it in the DLQ"),
-    "sqs.redelivery_delay": (True, "at once: receivable again"),
+    "sqs.redelivery_delay": (True, "at once: receivable again as soon as the timeout expired"),
     "sqs.stale_receipt_delete": (False, "succeeds and deletes the message"),
     "sqs.move_task_to_source": (False, "not implemented"),
     "sqs.move_task_to_destination": (False, "not implemented"),

@@ -400,7 +400,8 @@ def _state_and_start_time(pid: int) -> tuple[str | None, str | None]:
     return fields[0], fields[1].strip()
 
 
-def _start(service: Service, home: Home) -> Started:
+def start_process(service: Service, home: Home) -> Started:
+    """Start ``service`` in its own session, output to its log in ``home``; the record of it."""
     home.run.mkdir(parents=True, exist_ok=True)
     with home.log(service.name).open("w") as log:
         child = subprocess.Popen(
@@ -576,7 +577,7 @@ def _start_all(wanted: tuple[Service, ...], home: Home, timeout: float, report: 
     processes: list[Started] = []
     try:
         for service in wanted:
-            processes.append(_start(service, home))
+            processes.append(start_process(service, home))
             _write_record(home, processes)
         for service, process in zip(wanted, processes, strict=True):
             report(f"waiting for {service.name} (pid {process.pid}) at {service.health_url}")

@@ -1,10 +1,11 @@
-"""``fleetlab localstack up|down|status``: a real LocalStack on this machine, without Docker.
+"""``fleetlab localstack up|down|status|test``: a real LocalStack on this machine, without Docker.
 
 ``up`` installs LocalStack once into ``.localstack/``, starts it and the moto
 server for DynamoDB and S3, waits until both are healthy, and prints the
 environment to export (``eval "$(fleetlab localstack up)"`` applies it);
 progress goes to stderr. ``down`` stops what ``up`` started. Both are
-idempotent. See ``fleetlab.aws.localstack_host``.
+idempotent. ``test`` is ``make test-localstack``: see ``fleetlab.aws.localstack_suite``;
+the rest is ``fleetlab.aws.localstack_host``.
 """
 
 from __future__ import annotations
@@ -14,15 +15,15 @@ from typing import Any
 
 from rich.console import Console
 
-from ..aws import localstack_host
-from .argtypes import positive_int
+from ..aws import localstack_host, localstack_suite
+from .argtypes import choice_list, positive_int
 
 
 def add_command(subparsers: Any) -> None:
     """Register ``localstack`` and its actions on the ``fleetlab`` command's subparsers."""
     command = subparsers.add_parser(
         "localstack",
-        help="run a real LocalStack on this machine without Docker (up, down, status)",
+        help="run a real LocalStack on this machine without Docker (up, down, status, test)",
         description="Install (once, into .localstack/), start, stop and inspect a LocalStack on 127.0.0.1:4566 "
         "with DynamoDB and S3 from a moto server on 127.0.0.1:4567.",
     )
@@ -33,6 +34,16 @@ def add_command(subparsers: Any) -> None:
     up.set_defaults(run=run_up)
     actions.add_parser("down", help="stop what `up` started, and only that").set_defaults(run=run_down)
     actions.add_parser("status", help="installed? running? healthy?").set_defaults(run=run_status)
+    test = actions.add_parser(
+        "test", help="start LocalStack, run the contract suite and every lab notebook on it, stop it (make test-localstack)"
+    )
+    test.add_argument("--only", type=choice_list(localstack_suite.PARTS, "part"), default=localstack_suite.PARTS,
+                      metavar="PART[,PART]", help=f"parts to run, from {', '.join(localstack_suite.PARTS)} (default all)")
+    test.add_argument("--limit", type=positive_int, default=int(localstack_suite.NOTEBOOK_LIMIT),
+                      help=f"seconds each notebook may run (default {localstack_suite.NOTEBOOK_LIMIT:g})")
+    test.add_argument("--fidelity", action="store_true",
+                      help="also rewrite docs/fidelity.md with the moto, moto-server and LocalStack columns")
+    test.set_defaults(run=run_test)
 
 
 def run_up(args: argparse.Namespace, console: Console) -> int:
@@ -66,6 +77,13 @@ def run_status(args: argparse.Namespace, console: Console) -> int:
             shown = f"running, pid {state.pid}, " + ("healthy" if state.healthy else "NOT healthy")
         console.print(f"{state.name}: {state.url}: {shown}", highlight=False, soft_wrap=True)
     return 0 if all(state.healthy for state in states) else 1
+
+
+def run_test(args: argparse.Namespace, console: Console) -> int:
+    repo = localstack_host.default_home().root.parent
+    doc = repo / "docs" / "fidelity.md" if args.fidelity else None
+    result = localstack_suite.run(repo, parts=args.only, limit=args.limit, fidelity_doc=doc, console=console)
+    return 0 if result.passed else 1
 
 
 def _progress() -> localstack_host.Report:

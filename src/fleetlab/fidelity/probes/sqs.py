@@ -102,7 +102,7 @@ def _redelivered(late: float) -> Observation:
     if late < -_REDELIVERY_STEP:
         return Observation(f"early: receivable again {-late:.1f} s before the timeout expired", False)
     if late <= _REDELIVERY_ON_TIME:
-        return Observation(f"at once: receivable again {max(late, 0.0):.1f} s after the timeout expired", True)
+        return Observation("at once: receivable again as soon as the timeout expired", True)
     return Observation(f"late: receivable again {late:.1f} s after the timeout expired", False)
 
 
