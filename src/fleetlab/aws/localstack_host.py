@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..errors import BackendUnavailable, InvalidInput
+from .backends import SERVED_APART
 
 RELEASE = "2026.3.0"
 PACKAGES = (
@@ -128,12 +129,8 @@ class Ports:
 
 def exports(ports: Ports = Ports()) -> dict[str, str]:
     """The environment that points the ``localstack`` backend at these services."""
-    return {
-        "FLEETLAB_BACKEND": "localstack",
-        "LOCALSTACK_ENDPOINT": ports.localstack_url,
-        "FLEETLAB_DYNAMODB_ENDPOINT": ports.moto_url,
-        "FLEETLAB_S3_ENDPOINT": ports.moto_url,
-    }
+    apart = {SERVED_APART[service]: ports.moto_url for service in MOTO_SERVICES}
+    return {"FLEETLAB_BACKEND": "localstack", "LOCALSTACK_ENDPOINT": ports.localstack_url, **apart}
 
 
 @dataclass(frozen=True)
@@ -392,6 +389,10 @@ def _state_and_start_time(pid: int) -> tuple[str | None, str | None]:
         shown = subprocess.run(
             ["ps", "-o", "stat=", "-o", "lstart=", "-p", str(pid)], capture_output=True, text=True, timeout=10
         )
+    except FileNotFoundError as exc:
+        raise BackendUnavailable(
+            "`ps` is needed to tell the processes fleetlab started from others; install it (procps) and run again"
+        ) from exc
     except (OSError, subprocess.TimeoutExpired):
         return None, None
     fields = shown.stdout.split(maxsplit=1)
@@ -538,10 +539,11 @@ def up(
     home = home or default_home()
     wanted = services(home, ports)
     recorded = read_record(home)
-    if recorded and all(is_running(p) for p in recorded):
+    by_name = {process.name: process for process in recorded}
+    if set(by_name) == {s.name for s in wanted} and all(is_running(p) for p in recorded):
         deadline = time.monotonic() + timeout
-        for service, process in zip(wanted, recorded, strict=True):
-            wait_healthy(service, process, deadline)
+        for service in wanted:
+            wait_healthy(service, by_name[service.name], deadline)
         report(f"already running: {', '.join(f'{p.name} (pid {p.pid})' for p in recorded)}")
         return Up(tuple(recorded), None, None, exports(ports))
     if recorded:
