@@ -35,7 +35,7 @@ MOTO_5_2_5 = {
     "sqs.fifo_dedup_after_delete": (False, "accepted again"),
     "events.put_events_entry_size": (False, "accepted"),
     "events.delivered_envelope": (False, "missing: account"),
-    "events.immediate_receive": (False, "found the event every time (10 of 10)"),
+    "events.immediate_receive": (False, "found the event every time (30 of 30)"),
     "events.target_dead_letter": (False, "rejected: the whole PutEvents failed (QueueDoesNotExist)"),
     "events.replay_delivered": (True, "with a new id"),
     "events.replay_name_field": (True, "replay-name is the replay's name"),

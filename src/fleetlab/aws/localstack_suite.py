@@ -111,7 +111,8 @@ def run(
         try:
             started = localstack_host.up(report=progress)
             result.install_seconds, result.start_seconds = started.install_seconds, started.start_seconds
-            with mock.patch.dict(os.environ, {**started.environment, "FLEETLAB_FIDELITY_CACHE": str(shared / "fidelity")}):
+            pointed = {**started.environment, "FLEETLAB_FIDELITY_CACHE": str(shared / "fidelity")}
+            with mock.patch.dict(os.environ, pointed):
                 _measure_fidelity(result, fidelity_doc, progress)
                 if "contract" in parts:
                     result.contract = run_contract_suite(repo, shared, progress)

@@ -35,10 +35,11 @@ def add_command(subparsers: Any) -> None:
     actions.add_parser("down", help="stop what `up` started, and only that").set_defaults(run=run_down)
     actions.add_parser("status", help="installed? running? healthy?").set_defaults(run=run_status)
     test = actions.add_parser(
-        "test", help="start LocalStack, run the contract suite and every lab notebook on it, stop it (make test-localstack)"
+        "test", help="start LocalStack, run the contract suite and every notebook on it, stop it (make test-localstack)"
     )
-    test.add_argument("--only", type=choice_list(localstack_suite.PARTS, "part"), default=localstack_suite.PARTS,
-                      metavar="PART[,PART]", help=f"parts to run, from {', '.join(localstack_suite.PARTS)} (default all)")
+    parts = localstack_suite.PARTS
+    test.add_argument("--only", type=choice_list(parts, "part"), default=parts, metavar="PART[,PART]",
+                      help=f"parts to run, from {', '.join(parts)} (default all)")
     test.add_argument("--limit", type=positive_int, default=int(localstack_suite.NOTEBOOK_LIMIT),
                       help=f"seconds each notebook may run (default {localstack_suite.NOTEBOOK_LIMIT:g})")
     test.add_argument("--fidelity", action="store_true",
