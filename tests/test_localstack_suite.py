@@ -7,6 +7,8 @@ fidelity tables.
 
 from __future__ import annotations
 
+import os
+import signal
 from pathlib import Path
 
 import nbformat
@@ -115,3 +117,17 @@ def test_the_report_has_one_table_per_lab_and_says_why_a_notebook_stopped(tmp_pa
     assert text.count("declared divergences this lab reads: none") == 2  # lab 01 reads a row LocalStack matches
     assert "notebooks: 2 passed, 1 failed" in text
     assert not result.passed
+
+
+def test_a_terminate_signal_unwinds_the_run_so_localstack_is_stopped() -> None:
+    stopped = []
+    with pytest.raises(SystemExit) as exited:
+        with suite._terminate_as_exit():
+            try:
+                os.kill(os.getpid(), signal.SIGTERM)
+                pytest.fail("SIGTERM did not unwind the block")
+            finally:
+                stopped.append("LocalStack")
+    assert exited.value.code == 128 + signal.SIGTERM
+    assert stopped == ["LocalStack"]
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL

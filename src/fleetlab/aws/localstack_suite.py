@@ -20,6 +20,7 @@ rewrites ``docs/fidelity.md`` with the moto, moto-server and LocalStack columns.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -106,7 +107,7 @@ def run(
     """Start LocalStack, run ``parts`` on it, stop it; print and return what was measured."""
     result = SuiteResult()
     progress = _progress(console)
-    with tempfile.TemporaryDirectory(prefix="fleetlab-localstack-") as scratch:
+    with _terminate_as_exit(), tempfile.TemporaryDirectory(prefix="fleetlab-localstack-") as scratch:
         shared = Path(scratch)
         try:
             started = localstack_host.up(report=progress)
@@ -165,13 +166,19 @@ def run_contract_suite(repo: Path, shared: Path, progress: localstack_host.Repor
                              stdin=subprocess.DEVNULL, text=True, start_new_session=True)
     try:
         output, _ = child.communicate(timeout=CONTRACT_LIMIT)
+        lines = output.strip().splitlines()
+        summary = lines[-1] if lines else "no output"
     except subprocess.TimeoutExpired:
         os.killpg(child.pid, signal.SIGKILL)
         output, _ = child.communicate()
-        return ContractRun(f"stopped at the {CONTRACT_LIMIT:g} s limit", -1, time.monotonic() - started)
-    lines = output.strip().splitlines()
+        lines, summary = output.strip().splitlines(), f"stopped at the {CONTRACT_LIMIT:g} s limit"
+    log = localstack_host.default_home().run / "contract.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text(output)
     failures = tuple(line for line in lines if line.startswith(("FAILED ", "ERROR ")))
-    return ContractRun(lines[-1] if lines else "no output", child.returncode, time.monotonic() - started, failures)
+    if child.returncode:
+        failures += (f"the whole output: {log}",)
+    return ContractRun(summary, child.returncode, time.monotonic() - started, failures)
 
 
 # --------------------------------------------------------------------------- notebooks
@@ -318,6 +325,20 @@ def _print_disagreements(result: SuiteResult, console: Console) -> None:
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+@contextlib.contextmanager
+def _terminate_as_exit() -> Iterator[None]:
+    """Within the block, SIGTERM (a CI timeout, ``kill``) unwinds like Ctrl-C, so LocalStack is stopped."""
+
+    def exit_now(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, exit_now)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _progress(console: Console) -> localstack_host.Report:
