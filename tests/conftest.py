@@ -10,3 +10,27 @@ def _no_backend_outlives_its_module():
     """A check or a lab opens a backend on demand; only one virtual clock may run per process."""
     yield
     lab.shutdown()
+
+
+@pytest.fixture
+def real_clock_backend(monkeypatch):
+    """The ``localstack`` backend (real clock, plain boto3 over HTTP) pointed at a moto server on loopback.
+
+    It takes LocalStack's code path, minus LocalStack: for tests that must run on wall time.
+    """
+    from moto.server import ThreadedMotoServer
+
+    from fleetlab.aws.backends import open_backend
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    monkeypatch.setenv("LOCALSTACK_ENDPOINT", f"http://{host}:{port}")
+    for variable in ("FLEETLAB_DYNAMODB_ENDPOINT", "FLEETLAB_S3_ENDPOINT"):
+        monkeypatch.delenv(variable, raising=False)
+    backend = open_backend("localstack")
+    try:
+        yield backend
+    finally:
+        backend.close()
+        server.stop()

@@ -4,9 +4,11 @@
 time-machine, so a 900 s visibility timeout or a 10-minute step passes in
 microseconds on an emulator that lives in this process. It ticks (never
 frozen), so long polls and background threads keep working. ``RealClock`` is
-plain wall time, for emulators in other processes and for real AWS.
+plain wall time (the fidelity probes measure services with it);
+``timescale.ScaledClock``, a real clock whose lab time runs faster, is the
+clock of LocalStack and real AWS.
 
-Both clocks offer:
+Every clock offers:
 
 * ``every(interval, fn)``: a periodic callback (a heartbeat) that fires while
   the caller sleeps on this clock;
@@ -31,6 +33,7 @@ import contextlib
 import ctypes
 import heapq
 import itertools
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -40,6 +43,7 @@ from typing import Any, Protocol, TypeVar
 import time_machine
 
 from .errors import ConfigError, Timeout
+from .waits import WaitMeter
 
 T = TypeVar("T")
 
@@ -62,12 +66,20 @@ class Clock(Protocol):
     """What fleetlab needs from a clock."""
 
     virtual: bool
+    scale: int
+    """How many seconds of this clock pass per real second (1 unless the clock is scaled)."""
+    tolerance: float
+    """Seconds of this clock within which a callback can land after it was due (0 when virtual)."""
 
     def now(self) -> float:
         """Seconds since the epoch, as the emulated services see them."""
 
     def sleep(self, seconds: float) -> None:
         """Let ``seconds`` pass, firing any ``every`` callbacks that fall due."""
+
+    def skip(self, seconds: float) -> None:
+        """Let ``seconds`` pass for the library's own time only (a lease, a window): the services need not
+        see it, so a scaled clock jumps at once. Fires due ``every`` callbacks like ``sleep``."""
 
     def every(self, interval: float, fn: Callable[[], None]) -> contextlib.AbstractContextManager[None]:
         """Call ``fn`` every ``interval`` seconds of this clock while the block runs."""
@@ -119,8 +131,26 @@ def raise_in_thread(thread: threading.Thread, exception: type[BaseException]) ->
     A thread blocked inside a C call (a lock, a socket) raises it only when
     that call returns, which is why fleetlab's own waits block in short slices.
     """
-    if thread.ident is not None and thread.is_alive():
+    if running(thread):
         ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), ctypes.py_object(exception))
+
+
+def running(thread: threading.Thread) -> bool:
+    """True while ``thread`` runs Python code.
+
+    Not ``thread.is_alive()`` alone: an exception raised into a thread while
+    it waits in ``join`` can leave CPython marking the *joined* thread stopped
+    while it still runs (``_wait_for_tstate_lock``); its frame says otherwise.
+    """
+    return thread.is_alive() or (thread.ident is not None and thread.ident in sys._current_frames())
+
+
+def _wait_for(thread: threading.Thread, seconds: float) -> None:
+    """Join ``thread`` for at most ``seconds``; a join that returns early on a running thread waits the slice out."""
+    started = time.monotonic()
+    thread.join(seconds)
+    if running(thread):
+        time.sleep(max(0.0, seconds - (time.monotonic() - started)))
 
 
 def stop_threads(threads: list[threading.Thread], *, grace: float, monotonic: Callable[[], float]) -> int:
@@ -130,11 +160,11 @@ def stop_threads(threads: list[threading.Thread], *, grace: float, monotonic: Ca
     C call that never returns, or swallowing every stop).
     """
     deadline = monotonic() + grace
-    alive = [thread for thread in threads if thread.is_alive()]
+    alive = [thread for thread in threads if running(thread)]
     while alive and monotonic() < deadline:
         for thread in alive:
-            thread.join(WAIT_SLICE / len(alive))
-        alive = [thread for thread in alive if thread.is_alive()]
+            _wait_for(thread, WAIT_SLICE / len(alive))
+        alive = [thread for thread in alive if running(thread)]
         for thread in alive:
             raise_in_thread(thread, ActorCancelled)
     return len(alive)
@@ -143,17 +173,23 @@ def stop_threads(threads: list[threading.Thread], *, grace: float, monotonic: Ca
 def _join(threads: list[threading.Thread], deadline: float, monotonic: Callable[[], float], what: str) -> None:
     """Join ``threads`` in short slices (so the caller stays stoppable); Timeout at ``deadline``."""
     for thread in threads:
-        while thread.is_alive():
+        while running(thread):
             left = deadline - monotonic()
             if left <= 0:
                 raise Timeout(what)
-            thread.join(min(WAIT_SLICE, left))
+            _wait_for(thread, min(WAIT_SLICE, left))
+
+
+REAL_TOLERANCE = 0.1
+"""Real seconds a thread on a busy machine can wake up after it was due."""
 
 
 class RealClock:
     """Wall time. ``every`` runs its callback on a daemon thread; ``run_together`` on real threads."""
 
     virtual = False
+    scale = 1
+    tolerance = REAL_TOLERANCE
 
     def __init__(
         self, *, monotonic: Callable[[], float] = time.monotonic, pause: Callable[[float], None] = time.sleep
@@ -162,6 +198,7 @@ class RealClock:
         self._pause = pause
         self._running: list[threading.Thread] = []
         self._guard = threading.Lock()
+        self.meter: WaitMeter | None = None
 
     def now(self) -> float:
         return time.time()
@@ -169,8 +206,13 @@ class RealClock:
     def sleep(self, seconds: float) -> None:
         """Sleep ``seconds`` of real time, in short slices so a stop can reach the sleeper."""
         end = self._monotonic() + max(seconds, 0.0)
-        while (left := end - self._monotonic()) > 0:
-            self._pause(min(WAIT_SLICE, left))
+        with self._waiting():
+            while (left := end - self._monotonic()) > 0:
+                self._pause(min(WAIT_SLICE, left))
+
+    def skip(self, seconds: float) -> None:
+        """Plain real time cannot jump: the same as ``sleep``."""
+        self.sleep(seconds)
 
     @contextlib.contextmanager
     def every(self, interval: float, fn: Callable[[], None]) -> Iterator[None]:
@@ -204,10 +246,13 @@ class RealClock:
         errors: list[BaseException] = []
 
         def run(index: int, task: Callable[[], Any]) -> None:
+            self._actor_started()
             try:
                 results[index] = task()
             except BaseException as exc:  # handed to the caller below
                 errors.append(exc)
+            finally:
+                self._actor_ended()
 
         threads = [
             threading.Thread(target=run, args=(i, t), name=f"actor-{i}", daemon=True) for i, t in enumerate(tasks)
@@ -218,7 +263,8 @@ class RealClock:
             for thread in threads:
                 thread.start()
             what = f"run_together: tasks still running after {timeout:g} s; they were cancelled"
-            _join(threads, self._monotonic() + timeout, self._monotonic, what)
+            with self._waiting():
+                _join(threads, self._monotonic() + timeout, self._monotonic, what)
         finally:
             stop_threads(threads, grace=CANCEL_GRACE, monotonic=self._monotonic)
             with self._guard:
@@ -235,9 +281,13 @@ class RealClock:
 
     def wait_until(self, predicate: Callable[[], T], *, timeout: float, what: str, interval: float = 0.05) -> T:
         """Poll ``predicate`` until truthy (returned) or ``timeout`` real seconds pass (Timeout)."""
-        return wait_until(
-            predicate, timeout=timeout, what=what, interval=interval, monotonic=self._monotonic, pause=self._pause
-        )
+
+        def pause(seconds: float) -> None:
+            with self._waiting():
+                self._pause(seconds)
+
+        return wait_until(predicate, timeout=timeout, what=what, interval=interval, monotonic=self._monotonic,
+                          pause=pause)
 
     @contextlib.contextmanager
     def excursion(self) -> Iterator[None]:
@@ -246,6 +296,23 @@ class RealClock:
 
     def close(self) -> None:
         self.cancel()
+
+    # With a meter attached (the check runner's), the actors take part and every wait is counted.
+
+    def _actor_started(self) -> None:
+        """Called in each ``run_together`` thread before its task."""
+        if self.meter is not None:
+            self.meter.join()
+
+    def _actor_ended(self) -> None:
+        """Called in each ``run_together`` thread after its task, however it ended."""
+        if self.meter is not None:
+            self.meter.leave()
+
+    def _waiting(self) -> contextlib.AbstractContextManager[None]:
+        """The calling thread waits (on real time, for other threads) for the block."""
+        meter = self.meter
+        return meter.waiting() if meter is not None else contextlib.nullcontext()
 
 
 _active_virtual: list[VirtualClock] = []
@@ -257,6 +324,49 @@ class _Timer:
     order: int
     interval: float = field(compare=False)
     fn: Callable[[], None] = field(compare=False)
+
+
+class Timers:
+    """Each thread's ``every`` callbacks, earliest first, fired by that thread while it sleeps.
+
+    A clock whose sleeps fire their caller's timers (the virtual and the
+    scaled clock) keeps one of these: ``every`` registers a timer for the
+    block, ``next_due`` hands the sleeping thread its next one (and
+    reschedules it), and ``drop`` forgets a finished thread's timers.
+    """
+
+    def __init__(self) -> None:
+        self._by_thread: dict[int, list[_Timer]] = {}
+        self._order = itertools.count()
+
+    @contextlib.contextmanager
+    def every(self, interval: float, fn: Callable[[], None], *, now: float) -> Iterator[None]:
+        """Register ``fn`` for this thread, first due at ``now + interval``; ConfigError for a bad interval."""
+        if interval <= 0:
+            raise ConfigError(f"interval must be positive, got {interval}")
+        timer = _Timer(now + interval, next(self._order), interval, fn)
+        timers = self._by_thread.setdefault(threading.get_ident(), [])
+        heapq.heappush(timers, timer)
+        try:
+            yield
+        finally:
+            timers.remove(timer)
+            heapq.heapify(timers)
+
+    def next_due(self, *, before: float) -> _Timer | None:
+        """This thread's timer due first if it is due by ``before`` (a copy; the timer moves on), else None."""
+        timers = self._by_thread.get(threading.get_ident())
+        if not timers or timers[0].when > before:
+            return None
+        timer = heapq.heappop(timers)
+        due = _Timer(timer.when, timer.order, timer.interval, timer.fn)
+        timer.when += timer.interval
+        heapq.heappush(timers, timer)
+        return due
+
+    def drop(self, ident: int) -> None:
+        """Forget the timers of thread ``ident`` (a finished actor: a timer it leaked dies with it)."""
+        self._by_thread.pop(ident, None)
 
 
 @dataclass
@@ -291,6 +401,8 @@ class VirtualClock:
     """
 
     virtual = True
+    scale = 1
+    tolerance = 0.0
 
     def __init__(
         self,
@@ -308,8 +420,7 @@ class VirtualClock:
         self._pause = pause
         self._traveller = time_machine.travel(start if start is not None else time.time(), tick=True)
         self._coordinates = self._traveller.start()
-        self._timers: dict[int, list[_Timer]] = {}
-        self._order = itertools.count()
+        self._timers = Timers()
         self._turn = threading.Condition()
         self._actors: dict[int, _Actor] = {}
         self._group: _Group | None = None
@@ -326,26 +437,17 @@ class VirtualClock:
         An actor of a cancelled group raises ActorCancelled here.
         """
         target = self.now() + max(seconds, 0.0)
-        while True:
-            timer = self._next_timer(before=target)
-            if timer is None:
-                break
+        while (timer := self._timers.next_due(before=target)) is not None:
             self._pass_until(timer.when)
             timer.fn()
         self._pass_until(target)
 
-    @contextlib.contextmanager
-    def every(self, interval: float, fn: Callable[[], None]) -> Iterator[None]:
-        if interval <= 0:
-            raise ConfigError(f"interval must be positive, got {interval}")
-        timer = _Timer(self.now() + interval, next(self._order), interval, fn)
-        timers = self._timers.setdefault(threading.get_ident(), [])
-        heapq.heappush(timers, timer)
-        try:
-            yield
-        finally:
-            timers.remove(timer)
-            heapq.heapify(timers)
+    def skip(self, seconds: float) -> None:
+        """Virtual time always jumps: the same as ``sleep``."""
+        self.sleep(seconds)
+
+    def every(self, interval: float, fn: Callable[[], None]) -> contextlib.AbstractContextManager[None]:
+        return self._timers.every(interval, fn, now=self.now())
 
     def run_together(self, *tasks: Callable[[], Any], timeout: float = 300.0) -> list[Any]:
         """Run ``tasks`` as actors on virtual time; results in order, or the first error.
@@ -452,7 +554,7 @@ class VirtualClock:
                     actor.done = True
                     actor.running = False
                     self._actors.pop(ident, None)
-                    self._timers.pop(ident, None)  # a timer the task leaked dies with its actor
+                    self._timers.drop(ident)  # a timer the task leaked dies with its actor
                     self._give_turn()
 
     def _pass_until(self, when: float) -> None:
@@ -482,16 +584,6 @@ class VirtualClock:
             self._jump_to(chosen.wake)
             chosen.running = True
         self._turn.notify_all()
-
-    def _next_timer(self, *, before: float) -> _Timer | None:
-        timers = self._timers.get(threading.get_ident())
-        if not timers or timers[0].when > before:
-            return None
-        timer = heapq.heappop(timers)
-        due = _Timer(timer.when, timer.order, timer.interval, timer.fn)
-        timer.when += timer.interval
-        heapq.heappush(timers, timer)
-        return due
 
     def _jump_to(self, when: float) -> None:
         ahead = when - self.now()

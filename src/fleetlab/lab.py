@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .aws.backends import Backend, chosen_backend, open_backend
+from .timescale import describe_scale
 from .aws.cost import require_opt_in
 from .faults import FaultPlan
 from .agents.model import FakeModel
@@ -99,12 +100,12 @@ def start(
 def banner(lab: Lab) -> str:
     """What the set-up cell prints: backend, clock, each divergence from AWS, and how to clean up."""
     backend = lab.backend
-    clock = "virtual (long waits pass instantly)" if backend.clock.virtual else "real"
     account = f" (account {backend.details['account']})" if "account" in backend.details else ""
-    lines = [
-        f"lab {lab.id} on {backend.name}{account}: {backend.details.get('emulator', '')}",
-        f"clock: {clock}; resources: {lab.topology.prefix}*",
-    ]
+    lines = [f"lab {lab.id} on {backend.name}{account}: {backend.details.get('emulator', '')}"]
+    if backend.clock.virtual:
+        lines.append(f"clock: virtual (long waits pass instantly); resources: {lab.topology.prefix}*")
+    else:
+        lines += [f"clock: {describe_scale(backend.clock.scale)}", f"resources: {lab.topology.prefix}*"]
     divergences = lab.fidelity().divergences()
     if divergences:
         lines.append(f"where {backend.name} differs from AWS ({len(divergences)}):")

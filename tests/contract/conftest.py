@@ -48,14 +48,15 @@ def _open_real_aws(config):
 
 @pytest.fixture
 def topology(backend):
-    """A fresh topology per test. On a real clock, short timeouts keep tests quick."""
+    """A fresh topology per test. On a real clock, 2 s visibility timeouts of service time keep tests quick."""
     if backend.clock.virtual:
         spec = TopologySpec(agent_classes=(AgentClass("researcher", max_receive_count=3), AgentClass("coder")))
     else:
+        p95 = 4 * backend.clock.scale // 3  # x1.5: two seconds of service time, in lab seconds
         spec = TopologySpec(
             agent_classes=(
-                AgentClass("researcher", step_p95_seconds=2, max_receive_count=3),
-                AgentClass("coder", step_p95_seconds=2),
+                AgentClass("researcher", step_p95_seconds=p95, max_receive_count=3),
+                AgentClass("coder", step_p95_seconds=p95),
             )
         )
     made = provision(backend, spec, prefix=new_prefix("ct"))

@@ -163,7 +163,7 @@ def test_an_archived_event_replays_with_its_replay_name(backend, topology, fidel
     archive = f"{topology.prefix}archive"
     events.create_archive(ArchiveName=archive, EventSourceArn=topology.bus_arn, RetentionDays=1)
     try:
-        started = backend.clock.now() - 60
+        started = backend.clock.now() - 3_600  # an hour wide: a real minute on a scaled clock
         Fleet(backend, topology).submit(Envelope("alert-5", "conv-5", 1, "researcher"))
         queue = topology.queue("researcher")
         sqs = backend.client("sqs")
@@ -173,7 +173,7 @@ def test_an_archived_event_replays_with_its_replay_name(backend, topology, fidel
         events.start_replay(
             ReplayName=replay,
             EventSourceArn=events.describe_archive(ArchiveName=archive)["ArchiveArn"],
-            EventStartTime=started, EventEndTime=backend.clock.now() + 60,
+            EventStartTime=started, EventEndTime=backend.clock.now() + 3_600,
             Destination={"Arn": topology.bus_arn},
         )
         replayed = backend.clock.wait_until(

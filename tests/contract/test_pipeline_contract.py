@@ -1,6 +1,7 @@
 """Pipeline behaviours every backend must show (AWS's documented rules)."""
 
 import json
+import math
 
 import pytest
 
@@ -14,6 +15,7 @@ from fleetlab.sqs.esm import BatchPoller
 from fleetlab.sqs.worker import QueueWorker
 from fleetlab.state.idempotency import Claim, IdempotencyStore
 from fleetlab.tracing import Tracer
+from fleetlab.aws.topology import experiment_queue, new_prefix
 
 pytestmark = pytest.mark.contract
 
@@ -30,8 +32,14 @@ def quick_model(backend):
 
 
 def poll_wait(backend):
-    """Long-poll seconds for workers: 0 on the virtual clock, 2 where delivery is asynchronous."""
-    return 0 if backend.clock.virtual else 2
+    """Long-poll seconds for workers: 0 on the virtual clock, one service second where delivery is asynchronous."""
+    return backend.receive_wait
+
+
+def past(backend, queue):
+    """Lab seconds after a receive by which the message is surely visible again: its timeout, plus one
+    second of service time (an emulator may redeliver up to ~1 s late); one second on the virtual clock."""
+    return queue.visibility_timeout + backend.clock.scale
 
 
 def ticket_filer(delivery):
@@ -75,10 +83,30 @@ def test_a_received_message_is_hidden_then_redelivered(backend, topology):
     sqs.send_message(QueueUrl=queue.url, MessageBody=json.dumps(step(1).detail()))
     first = sqs.receive_message(QueueUrl=queue.url, AttributeNames=["All"])["Messages"][0]
     assert sqs.receive_message(QueueUrl=queue.url).get("Messages", []) == []
-    backend.clock.sleep(queue.visibility_timeout + 1)
+    backend.clock.sleep(past(backend, queue))
     again = sqs.receive_message(QueueUrl=queue.url, AttributeNames=["All"])["Messages"][0]
     assert again["MessageId"] == first["MessageId"]
     assert again["Attributes"]["ApproximateReceiveCount"] == "2"
+
+
+def test_queue_durations_and_timestamps_are_lab_time(backend):
+    """Every backend speaks lab time: what a queue was given reads back (in whole service seconds), a message
+    stays hidden that long, and its SentTimestamp is on the clock's time."""
+    sqs, clock = backend.client("sqs"), backend.clock
+    with experiment_queue(backend, new_prefix("ct"), visibility_timeout=30) as short:
+        assert short.visibility_timeout == math.ceil(30 / clock.scale) * clock.scale  # 60 at x60: 1 s of service time
+    with experiment_queue(backend, new_prefix("ct"), visibility_timeout=2 * clock.scale) as queue:
+        attributes = sqs.get_queue_attributes(QueueUrl=queue.url, AttributeNames=["All"])["Attributes"]
+        assert int(attributes["VisibilityTimeout"]) == queue.visibility_timeout == 2 * clock.scale
+        sent_at = clock.now()
+        sqs.send_message(QueueUrl=queue.url, MessageBody="x")
+        first = sqs.receive_message(QueueUrl=queue.url, AttributeNames=["All"])["Messages"][0]
+        assert abs(int(first["Attributes"]["SentTimestamp"]) / 1000 - sent_at) <= clock.scale + 1  # a real second
+        clock.sleep(queue.visibility_timeout * 0.75)
+        assert sqs.receive_message(QueueUrl=queue.url).get("Messages", []) == []
+        clock.sleep(past(backend, queue) - queue.visibility_timeout * 0.75)
+        again = sqs.receive_message(QueueUrl=queue.url, AttributeNames=["All"])["Messages"][0]
+        assert again["Attributes"]["ApproximateReceiveCount"] == "2"
 
 
 def test_a_crash_after_the_effect_duplicates_it_without_idempotency(backend, topology):
@@ -88,7 +116,7 @@ def test_a_crash_after_the_effect_duplicates_it_without_idempotency(backend, top
     worker = QueueWorker(backend, queue.url, ticket_filer, ledger=ledger, faults=crash, wait_seconds=poll_wait(backend))
     Fleet(backend, topology).submit(step(7))
     assert [o.status for o in worker.poll_once()] == ["crashed"]
-    backend.clock.sleep(queue.visibility_timeout + 1)
+    backend.clock.sleep(past(backend, queue))
     assert [(o.status, o.receive_count) for o in worker.poll_once()] == [("done", 2)]
     assert ledger.count("alert-7") == 2
 
@@ -97,7 +125,7 @@ def test_the_idempotent_fleet_keeps_one_effect_through_the_same_crash(backend, t
     crash = FaultPlan(crashes=(Crash(CrashPoint.AFTER_EFFECT_BEFORE_DELETE, "alert-7"),))
     fleet = Fleet(backend, topology, model=quick_model(backend), faults=crash)
     fleet.submit(step(7))
-    report = fleet.run(advance=topology.queue("researcher").visibility_timeout + 1)
+    report = fleet.run(advance=past(backend, topology.queue("researcher")))
     assert [o.status for o in report.outcomes] == ["crashed", "done"]
     assert fleet.ledger.count("alert-7") == 1
     assert "duplicate_suppressed" in [h.name for h in fleet.tracer.timeline("alert-7")]
@@ -128,7 +156,7 @@ def test_a_permanent_model_failure_is_left_for_the_dlq(backend, topology):
     fleet = Fleet(backend, topology, model=FakeModel(seed=1, latency=quick_model(backend).latency,
                                                      poison=frozenset({"alert-9"})))
     fleet.submit(step(9))
-    fleet.run(advance=queue.visibility_timeout + 1, idle_polls=5)
+    fleet.run(advance=past(backend, queue), idle_polls=5)
     parked = receive_at_least(backend, queue.dlq_url, 1)
     assert [json.loads(m["Body"])["detail"]["trace_id"] for m in parked] == ["alert-9"]
     failures = [h.attrs["transient"] for h in fleet.tracer.timeline("alert-9") if h.name == "model_failed"]
@@ -154,7 +182,7 @@ def test_poison_is_dead_lettered_after_max_receive_count(backend, topology):
     receives = []
     for _ in range(5):
         receives += [o.receive_count for o in worker.poll_once()]
-        backend.clock.sleep(queue.visibility_timeout + 1)
+        backend.clock.sleep(past(backend, queue))
     assert receives == [1, 2, 3]
     parked = backend.client("sqs").receive_message(QueueUrl=queue.dlq_url, MaxNumberOfMessages=10)["Messages"]
     assert [json.loads(m["Body"])["detail"]["trace_id"] for m in parked] == ["alert-9"]
@@ -222,7 +250,7 @@ def test_partial_batch_response_deletes_only_the_successes(backend, topology):
     poller = BatchPoller(backend, queue.url, queue.arn, handler, batch_size=10)
     outcome = poller.poll_once()
     assert (outcome.received, outcome.deleted, len(outcome.failed_ids)) == (4, 3, 1)
-    backend.clock.sleep(queue.visibility_timeout + 1)
+    backend.clock.sleep(past(backend, queue))
     left = sqs.receive_message(QueueUrl=queue.url, MaxNumberOfMessages=10)["Messages"]
     assert [json.loads(m["Body"])["trace_id"] for m in left] == ["alert-2"]
 
@@ -252,7 +280,7 @@ def test_a_batch_that_crashes_after_its_effects_comes_back_whole(backend, topolo
     poller = BatchPoller(backend, queue.url, queue.arn, handler, faults=crash, ledger=ledger, tracer=tracer)
     first = poller.poll_once()
     assert (first.status, first.received, first.deleted, first.error) == ("crashed", 3, 0, "after_effect_before_delete")
-    backend.clock.sleep(queue.visibility_timeout + 1)
+    backend.clock.sleep(past(backend, queue))
     second = poller.poll_once()
     assert (second.status, second.received, second.deleted) == ("done", 3, 3)
     assert ledger.summary().duplicated == 3  # no idempotency: every effect ran twice

@@ -31,3 +31,8 @@ def divides(x):
 def spins(x):
     while True:
         pass
+
+
+def waits_forever(clock):
+    while True:
+        clock.sleep(60)

@@ -7,7 +7,11 @@ import pytest
 from fleetlab import lab
 from fleetlab.grading import Case, CaseOutcome, Status, get_check, register, registry, run_check, runner
 
-from .answers import body_is_ellipsis, divides, not_written, spins
+from fleetlab.aws.backends import Backend
+from fleetlab.clock import wait_until
+from fleetlab.timescale import ScaledClock
+
+from .answers import body_is_ellipsis, divides, not_written, spins, waits_forever
 
 
 @dataclass(frozen=True)
@@ -196,3 +200,64 @@ def test_a_check_that_asks_for_a_function_refuses_anything_else_before_any_case(
         Status.FAIL, "pass the function itself: check('98.fn', double)", []
     )
     assert (graded.status, graded.points) == (Status.FAIL, 0)
+
+
+# --------------------------------------------------------------------------- time on a real clock
+
+
+@pytest.fixture
+def scaled_backend(monkeypatch):
+    """The backend a check opens: a scaled clock (x60) and no service, so only the clock waits."""
+
+    def refuse(service, config):
+        raise AssertionError(f"these checks make no {service} calls")
+
+    backend = Backend(name="localstack", region="us-east-1", clock=ScaledClock(60), make_client=refuse)
+    monkeypatch.setattr(runner, "open_backend", lambda: backend)
+    yield backend
+    backend.close()
+
+
+def waits_then_answers(answer, case, ctx):
+    ctx.backend.clock.sleep(90)  # a 90 s visibility timeout: 1.5 real seconds at x60
+    return CaseOutcome(answer() == 1, "answered")
+
+
+def test_on_a_real_clock_the_backends_waits_do_not_count_against_the_time_limit(scaled_backend):
+    register("98.waits", title="waits", public=[Case("one"), Case("two")], timeout=0.5)(waits_then_answers)
+    result = run_check(get_check("98.waits"), lambda: 1)
+    assert result.passed and [case.status for case in result.cases] == ["pass", "pass"]
+    assert sum(case.seconds for case in result.cases) > 2.5  # three real seconds of waiting, within 0.5 s of work
+
+
+def test_on_a_real_clock_a_loop_times_out_even_while_another_actor_waits(scaled_backend):
+    register("98.realrace", title="race", public=[Case("spin")], timeout=1.0)(race_against)
+    result = run_check(get_check("98.realrace"), lambda: spins(None))
+    assert result.diagnosis.startswith("timed out after 1 s")
+    assert "your code was still running" in result.diagnosis
+    wait_until(lambda: case_threads() == [], timeout=1, what="the stopped threads to be gone")  # real threads end late
+
+
+def test_when_the_waits_run_out_the_diagnosis_blames_the_backend_not_the_learner(scaled_backend, monkeypatch):
+    monkeypatch.setattr(runner, "WAIT_CAP", 0.5)
+    register("98.slow", title="slow", public=[Case("a"), Case("b")], timeout=5)(
+        lambda answer, case, ctx: CaseOutcome(ctx.backend.clock.sleep(600) is None)
+    )
+    result = run_check(get_check("98.slow"), 1)
+    assert result.cases[0].diagnosis.startswith(
+        "not judged: the case spent 0.5 s waiting on the clock and localstack without finishing"
+    )
+    assert "the backend was too slow here, not your code" in result.cases[0].diagnosis
+    assert "your code was still running" not in result.diagnosis
+    assert result.cases[1].status == "skipped"
+
+
+def test_a_learners_own_endless_wait_on_the_clock_is_named_as_theirs(scaled_backend, monkeypatch):
+    monkeypatch.setattr(runner, "WAIT_CAP", 0.5)
+    register("98.forever", title="forever", public=[Case("a")], timeout=5)(
+        lambda answer, case, ctx: CaseOutcome(answer(ctx.backend.clock))
+    )
+    result = run_check(get_check("98.forever"), waits_forever)
+    assert re.fullmatch(r"timed out: your code was still waiting after 0.5 s \(in waits_forever, line \d+\); "
+                        r"look for a wait without a bound", result.diagnosis)
+    wait_until(lambda: case_threads() == [], timeout=1, what="the stopped threads to be gone")

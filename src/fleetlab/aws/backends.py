@@ -8,12 +8,15 @@ name       what it is                                            clock
 ========== ===================================================== =============
 moto       moto in this process (``mock_aws``), SFN execution on virtual
 moto-server moto's ThreadedMotoServer on 127.0.0.1, a free port  virtual
-localstack a LocalStack at ``LOCALSTACK_ENDPOINT``               real
-aws        a real account; needs ``FLEETLAB_ALLOW_REAL_AWS=1``   real
+localstack a LocalStack at ``LOCALSTACK_ENDPOINT``               scaled
+aws        a real account; needs ``FLEETLAB_ALLOW_REAL_AWS=1``   scaled
 ========== ===================================================== =============
 
 moto's server runs in this process, so time-machine moves it too and it gets
-the virtual clock like in-process moto.
+the virtual clock like in-process moto. LocalStack and AWS keep their own
+time: their clock is ``timescale.ScaledClock`` (lab time x``FLEETLAB_TIME_SCALE``,
+default 60), and every client they hand out converts the durations the
+services enforce (``servicetime``).
 """
 
 from __future__ import annotations
@@ -34,7 +37,9 @@ import botocore.config
 
 from ..clock import Clock, RealClock, VirtualClock
 from ..errors import BackendUnavailable, ConfigError, RealAwsRefused
+from ..timescale import ScaledClock, time_scale
 from ..versions import package_version
+from . import servicetime
 
 BACKEND_NAMES = ("moto", "moto-server", "localstack", "aws")
 DEFAULT_REGION = "us-east-1"
@@ -48,10 +53,11 @@ class Backend:
 
     ``client(service)`` returns one cached client per service (retries on);
     ``unretried_client(service)`` one that makes a single attempt, for calls
-    a backend may not implement. ``receive_lock`` serialises receives on one
-    queue where the backend needs it (moto's ReceiveMessage does not lock, so
-    concurrent receivers can get duplicates that AWS would never hand out
-    within a visibility window).
+    a backend may not implement. On a scaled clock both convert lab time to
+    the service's time and back (``servicetime``). ``receive_lock`` serialises
+    receives on one queue where the backend needs it (moto's ReceiveMessage
+    does not lock, so concurrent receivers can get duplicates that AWS would
+    never hand out within a visibility window).
     """
 
     name: str
@@ -99,6 +105,25 @@ class Backend:
         """True when what this process makes survives it (LocalStack, AWS): a dead kernel leaves it behind."""
         return self.name in ("localstack", "aws")
 
+    @property
+    def receive_wait(self) -> int:
+        """WaitTimeSeconds a worker's receive uses (lab seconds): 0 where delivery is synchronous (moto),
+        one second of service time where it is not (EventBridge delivers after PutEvents returns, and a
+        redelivered message turns up late)."""
+        return 0 if self.clock.virtual else min(20, self.clock.scale)
+
+    def at_service_time(self) -> Backend:
+        """This backend as the services see it: plain real time, clients that convert nothing.
+
+        For measuring the services themselves (the fidelity probes). The
+        view shares the endpoints, never the clients or what closing stops;
+        on a virtual clock it is the backend itself.
+        """
+        if not isinstance(self.clock, ScaledClock):
+            return self
+        return Backend(name=self.name, region=self.region, clock=RealClock(), make_client=self.make_client,
+                       endpoint=self.endpoint, serialise_receives=self.serialise_receives, details=self.details)
+
     def close(self) -> None:
         """Stop what the backend started (server, mock, clock), newest first. Idempotent."""
         if self.closed:
@@ -110,7 +135,10 @@ class Backend:
         with self._guard:
             if (service, retried) not in self._clients:
                 config = _retry_config() if retried else _retry_config(attempts=1)
-                self._clients[(service, retried)] = self.make_client(service, config)
+                client = self.make_client(service, config)
+                if isinstance(self.clock, ScaledClock):
+                    servicetime.install(client, self.clock)
+                self._clients[(service, retried)] = client
             return self._clients[(service, retried)]
 
 
@@ -285,7 +313,7 @@ def _open_localstack() -> Backend:
     return Backend(
         name="localstack",
         region=DEFAULT_REGION,
-        clock=RealClock(),
+        clock=ScaledClock(time_scale()),
         endpoint=endpoint,
         make_client=make_client,
         details={
@@ -304,7 +332,7 @@ def _open_aws() -> Backend:
     backend = Backend(
         name="aws",
         region=region,
-        clock=RealClock(),
+        clock=ScaledClock(time_scale()),
         make_client=lambda service, config: session.client(service, region_name=region, config=config),
         details={"emulator": "none: real AWS"},
     )

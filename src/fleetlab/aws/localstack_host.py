@@ -127,6 +127,21 @@ class Ports:
         return f"http://{HOST}:{self.moto}"
 
 
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as probe_socket:
+        probe_socket.bind((HOST, 0))
+        return probe_socket.getsockname()[1]
+
+
+def available_ports() -> Ports:
+    """4566 and 4567 when both are free, else two free ports (another checkout's LocalStack may hold them)."""
+    default = Ports()
+    if not port_in_use(default.localstack) and not port_in_use(default.moto):
+        return default
+    return Ports(localstack=free_port(), moto=free_port())
+
+
 def exports(ports: Ports = Ports()) -> dict[str, str]:
     """The environment that points the ``localstack`` backend at these services."""
     apart = {SERVED_APART[service]: ports.moto_url for service in MOTO_SERVICES}

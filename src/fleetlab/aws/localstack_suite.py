@@ -39,6 +39,7 @@ from rich.table import Table
 
 from ..fidelity import FidelityTable, feature_ids, probe
 from ..fidelity import main as write_fidelity_doc
+from ..timescale import describe_scale, time_scale
 from . import localstack_host
 from .backends import open_backend
 
@@ -58,6 +59,7 @@ class NotebookRun:
     result: str  # PASSED, FAILED or TIME_LIMIT
     seconds: float
     stopped_at: str = ""  # the cell that failed or overran, and why
+    slowest: str = ""  # the cell that took longest, and its time
 
     @property
     def lab(self) -> str:
@@ -85,6 +87,7 @@ class SuiteResult:
     install_seconds: float | None = None
     start_seconds: float | None = None
     probe_seconds: float = 0.0
+    scale: int = 1  # how many times faster than real time the lab clock ran
     contract: ContractRun | None = None
     notebooks: list[NotebookRun] = field(default_factory=list)
     localstack: FidelityTable | None = None
@@ -110,7 +113,9 @@ def run(
     with _terminate_as_exit(), tempfile.TemporaryDirectory(prefix="fleetlab-localstack-") as scratch:
         shared = Path(scratch)
         try:
-            started = localstack_host.up(report=progress)
+            result.scale = time_scale()
+            ports = localstack_host.available_ports()
+            started = localstack_host.up(ports=ports, report=progress)
             result.install_seconds, result.start_seconds = started.install_seconds, started.start_seconds
             pointed = {**started.environment, "FLEETLAB_FIDELITY_CACHE": str(shared / "fidelity")}
             with mock.patch.dict(os.environ, pointed):
@@ -201,20 +206,22 @@ def run_notebook(path: Path, kind: str, shared: Path, limit: float) -> NotebookR
                MPLCONFIGDIR=str(shared / "matplotlib"))
     started = time.monotonic()
     deadline = started + limit
+    slowest = (0.0, "")
     with NotebookKernel(nb, env=env, cwd=path.parent) as kernel:
         for index, cell in enumerate(nb.cells):
             if cell.cell_type != "code":
                 continue
             left = deadline - time.monotonic()
             ran = kernel.run_cell(index, max(left, 0.0))
+            where = f"cell {index} ({_first_line(cell.source)})"
+            slowest = max(slowest, (ran.seconds, f"{where}: {ran.seconds:.0f} s"))
             if ran.status == CellStatus.OK:
                 continue
-            where = f"cell {index} ({_first_line(cell.source)})"
             if ran.status == CellStatus.TIMEOUT:
                 return NotebookRun(path, kind, TIME_LIMIT, time.monotonic() - started,
-                                   f"{where}: still running{_interrupted_at(cell)}")
-            return NotebookRun(path, kind, FAILED, time.monotonic() - started, f"{where}: {ran.error}")
-    return NotebookRun(path, kind, PASSED, time.monotonic() - started)
+                                   f"{where}: still running{_interrupted_at(cell)}", slowest[1])
+            return NotebookRun(path, kind, FAILED, time.monotonic() - started, f"{where}: {ran.error}", slowest[1])
+    return NotebookRun(path, kind, PASSED, time.monotonic() - started, slowest=slowest[1])
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -243,10 +250,23 @@ def _first_line(source: str) -> str:
 # --------------------------------------------------------------------------- the report
 
 
+FIDELITY_METADATA = ("fleetlab", "fidelity")
+"""Where a notebook declares the fidelity rows its lab depends on: ``nb.metadata["fleetlab"]["fidelity"]``."""
+
+
+def declared_features(nb: nbformat.NotebookNode) -> list[str]:
+    """The fidelity rows ``nb`` declares in its metadata (empty when it declares none)."""
+    section, key = FIDELITY_METADATA
+    declared = nb.metadata.get(section, {}).get(key, [])
+    return [str(feature) for feature in declared] if isinstance(declared, list) else []
+
+
 def features_read(notebooks: Sequence[Path]) -> list[str]:
-    """The fidelity features whose ids appear in these notebooks, in table order."""
+    """The fidelity features these notebooks declare in their metadata or name in their text, in table order."""
     text = "\n".join(path.read_text() for path in notebooks)
-    return [feature for feature in feature_ids() if re.search(rf"\b{re.escape(feature)}\b", text)]
+    declared = {feature for path in notebooks for feature in declared_features(nbformat.read(path, as_version=4))}
+    return [feature for feature in feature_ids()
+            if feature in declared or re.search(rf"\b{re.escape(feature)}\b", text)]
 
 
 def declared_differences(localstack: FidelityTable, moto: FidelityTable | None, features: Sequence[str]) -> list[str]:
@@ -294,7 +314,7 @@ def _by_lab(runs: Sequence[NotebookRun]) -> Iterator[tuple[str, list[NotebookRun
 def _lab_table(lab: str, runs: list[NotebookRun], result: SuiteResult) -> Table:
     notebook = runs[0].path.name
     table = Table(title=f"lab {lab} ({notebook}) on LocalStack", title_justify="left", show_lines=True)
-    for column in ("notebook", "result", "time", "where it stopped"):
+    for column in ("notebook", "result", "time", "where it stopped", "slowest cell"):
         table.add_column(column, overflow="fold")
     for notebook_run in runs:
         table.add_row(
@@ -302,6 +322,7 @@ def _lab_table(lab: str, runs: list[NotebookRun], result: SuiteResult) -> Table:
             notebook_run.result,
             f"{notebook_run.seconds:.0f} s",
             notebook_run.stopped_at,
+            notebook_run.slowest,
             style=None if notebook_run.result == PASSED else "red",
         )
     if result.localstack is not None:
@@ -313,8 +334,8 @@ def _lab_table(lab: str, runs: list[NotebookRun], result: SuiteResult) -> Table:
 
 def _print_disagreements(result: SuiteResult, console: Console) -> None:
     assert result.localstack is not None
-    console.print("clock: real on LocalStack: every wait the virtual clock skips on moto takes its full length here",
-                  highlight=False, soft_wrap=True)
+    console.print(f"clock on LocalStack: {describe_scale(result.scale)} (FLEETLAB_TIME_SCALE={result.scale}); "
+                  "the virtual clock's waits take 1/scale of their length here", highlight=False, soft_wrap=True)
     if result.moto is None:
         return
     differing = declared_differences(result.localstack, result.moto, feature_ids())

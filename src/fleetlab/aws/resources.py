@@ -34,10 +34,11 @@ GONE_CODES = frozenset({
 
 @dataclass(frozen=True)
 class Queue:
-    """A queue's URL and ARN."""
+    """A queue's URL and ARN, and the visibility timeout it really has (read back, in lab seconds)."""
 
     url: str
     arn: str
+    visibility_timeout: int = 0
 
 
 @dataclass(frozen=True)
@@ -99,13 +100,17 @@ class Resources:
     # --------------------------------------------------------------- the things fleetlab makes
 
     def queue(self, what: str, attributes: dict[str, str] | None = None) -> Queue:
-        """A queue named ``prefix + what`` (end ``what`` in ``.fifo`` for a FIFO queue)."""
+        """A queue named ``prefix + what`` (end ``what`` in ``.fifo`` for a FIFO queue).
+
+        Its visibility timeout is read back: on a scaled clock the service
+        keeps whole seconds, so a lab timeout may come back longer than asked.
+        """
         sqs = self.backend.client("sqs")
         name = self.name(what)
         url = sqs.create_queue(QueueName=name, Attributes=attributes or {})["QueueUrl"]
         self.on_teardown("queue", name, lambda: sqs.delete_queue(QueueUrl=url))
-        arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-        return Queue(url, arn)
+        got = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn", "VisibilityTimeout"])["Attributes"]
+        return Queue(url, got["QueueArn"], int(got["VisibilityTimeout"]))
 
     def queue_with_dlq(
         self, what: str, *, max_receive_count: int, attributes: dict[str, str] | None = None,

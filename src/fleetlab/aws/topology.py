@@ -185,6 +185,8 @@ def experiment_queue(
     """A throwaway work queue (with a DLQ when ``max_receive_count`` > 0), deleted afterwards.
 
     For one experiment or one graded case: fresh, isolated, and gone when the block ends.
+    Its ``visibility_timeout`` is the one the queue really has (on a scaled clock a
+    timeout that is not a whole second of service time comes back longer).
     """
     with Resources(backend, prefix) as made:
         attributes = {"VisibilityTimeout": str(visibility_timeout)}
@@ -192,7 +194,8 @@ def experiment_queue(
             queue, dlq = made.queue_with_dlq("exp", max_receive_count=max_receive_count, attributes=attributes)
         else:
             queue, dlq = made.queue("exp", attributes), Queue("", "")
-        yield WorkQueue("experiment", queue.url, queue.arn, dlq.url, dlq.arn, visibility_timeout, max_receive_count)
+        yield WorkQueue("experiment", queue.url, queue.arn, dlq.url, dlq.arn, queue.visibility_timeout,
+                        max_receive_count)
 
 
 @contextlib.contextmanager
@@ -234,7 +237,7 @@ def _make_work_queue(topology: Topology, agent_class: AgentClass) -> None:
         arn=queue.arn,
         dlq_url=dlq.url,
         dlq_arn=dlq.arn,
-        visibility_timeout=agent_class.visibility_timeout,
+        visibility_timeout=queue.visibility_timeout,
         max_receive_count=agent_class.max_receive_count,
     )
 

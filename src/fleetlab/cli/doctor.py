@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..aws.backends import open_backend
+from ..timescale import describe_scale
 from ..versions import package_version
 from .options import add_backend_flag
 
@@ -30,8 +31,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
     try:
         details = ", ".join(f"{key}: {value}" for key, value in backend.details.items())
         console.print(f"[bold]backend[/]: {backend.name}  ({details})")
-        console.print(f"[bold]clock[/]: {'virtual' if backend.clock.virtual else 'real'}; "
-                      f"python {platform.python_version()}")
+        clock = "virtual" if backend.clock.virtual else describe_scale(backend.clock.scale)
+        console.print(f"[bold]clock[/]: {clock}; python {platform.python_version()}", soft_wrap=True)
         console.print(versions_table())
         with console.status("probing the backend's capabilities..."):
             table = probe(backend, refresh=args.refresh)

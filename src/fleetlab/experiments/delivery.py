@@ -22,6 +22,10 @@ from ..sqs.worker import Delivery, HandleOutcome, Outcome, QueueWorker
 from ..tracing import Tracer
 
 
+class RaceOver(Exception):
+    """Raised inside a step the race no longer needs: its ``stop_when`` held before the step was done."""
+
+
 @dataclass
 class Race:
     """What a race produced: effects, hops and every handling outcome."""
@@ -62,6 +66,7 @@ def race(
     heartbeat: Callable[..., Any] | None = None,
     heartbeat_every: float | None = None,
     poll_interval: float | None = None,
+    stop_when: Callable[[Race], bool] | None = None,
 ) -> Race:
     """``workers`` healthy workers share ``queue``; the step of each alert takes ``step_seconds[alert]``.
 
@@ -69,23 +74,40 @@ def race(
     message afterwards. ``heartbeat_every`` turns on the worker's own
     visibility heartbeat; ``heartbeat(sqs, queue_url, receipt_handle,
     visibility_timeout, clock)`` instead wraps each step in a learner's
-    heartbeat context manager. Runs until every alert's message is deleted.
+    heartbeat context manager. Runs until every alert's message is deleted,
+    or until ``stop_when(race so far)`` holds: then the steps still running
+    end at once (RaceOver inside each, a ``failed`` hop) and nothing more
+    is received, so a race is only as long as its verdict needs.
     """
     result = Race()
     send_alerts(backend, queue, list(step_seconds))
     sqs = backend.client("sqs")
+    interval = poll_interval or max(queue.visibility_timeout / 30, 1.0)
+
+    def over() -> bool:
+        return stop_when is not None and stop_when(result)
+
+    def spend(seconds: float) -> None:
+        if stop_when is None:
+            backend.clock.sleep(seconds)
+            return
+        end = backend.clock.now() + seconds
+        while (left := end - backend.clock.now()) > 0:
+            if over():
+                raise RaceOver("the race had its answer before this step was done")
+            backend.clock.sleep(min(left, interval))
 
     def step(delivery: Delivery) -> str:
         if heartbeat is None:
-            backend.clock.sleep(step_seconds[delivery.trace_id])
+            spend(step_seconds[delivery.trace_id])
         else:
             with heartbeat(sqs, queue.url, delivery.receipt_handle, queue.visibility_timeout, backend.clock):
-                backend.clock.sleep(step_seconds[delivery.trace_id])
+                spend(step_seconds[delivery.trace_id])
         delivery.record_effect(kind="ticket")
         return "filed"
 
-    def all_deleted() -> bool:
-        return all(any(h.name == "deleted" for h in result.tracer.timeline(a)) for a in step_seconds)
+    def finished() -> bool:
+        return all(any(h.name == "deleted" for h in result.tracer.timeline(a)) for a in step_seconds) or over()
 
     team = [
         QueueWorker(
@@ -95,9 +117,8 @@ def race(
         for n in range(1, workers + 1)
     ]
     horizon = 2 * sum(step_seconds.values()) + 4 * queue.visibility_timeout
-    interval = poll_interval or max(queue.visibility_timeout / 30, 1.0)
     runs = backend.clock.run_together(
-        *(lambda w=w: w.run_for(horizon, poll_interval=interval, stop_when=all_deleted) for w in team)
+        *(lambda w=w: w.run_for(horizon, poll_interval=interval, stop_when=finished) for w in team)
     )
     result.outcomes = [outcome for run in runs for outcome in run]
     return result

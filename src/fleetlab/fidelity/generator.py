@@ -28,6 +28,30 @@ not written by hand. Regenerate with
 
 """
 
+_TIME_SECTION = """
+## Time
+
+The probes measure each service on its own time: on moto and moto-server with
+production values that the virtual clock jumps over, on LocalStack in real
+seconds (a 2 s visibility timeout). The labs run on *lab time*
+([`docs/backends.md`](backends.md#time-on-a-real-clock)):
+
+| backend | lab time | what a lab sees |
+|---|---|---|
+| moto, moto-server | virtual | every wait passes at once, replayed the same way every run; Step Functions timers run in real time |
+| LocalStack, AWS | real, scaled x60 (`FLEETLAB_TIME_SCALE`) | a lab minute passes in a real second; SQS durations are converted to whole seconds of service time (a 30 s visibility timeout is kept as 60 s); Step Functions timers are not scaled |
+
+- **A wait longer than 20 lab minutes jumps.** On a scaled clock one
+  `clock.sleep` runs at most 20 real seconds; the rest of it moves lab time
+  on at once. The library's own time (model steps, leases, idempotency
+  windows, checked by the store against the clock) jumps with it, and timers
+  due in the jumped part still fire; the services see only the first 20 lab
+  minutes. A lab prints one line the first time it happens.
+- **A service's lateness is scaled too.** A redelivery 1 s late
+  (`sqs.redelivery_delay`) is 60 lab seconds late, and a Step Functions
+  execution that takes a real second takes a lab minute.
+"""
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Probe the named backends one at a time and write the markdown fidelity table."""
@@ -38,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not any(tables.values()):
         print("no backend could be probed", file=sys.stderr)
         return 1
-    text = _DOC_HEADER + render_markdown(tables)
+    text = _DOC_HEADER + render_markdown(tables) + _TIME_SECTION
     if args.out == "-":
         sys.stdout.write(text)
     else:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import sys
 import sysconfig
 import textwrap
 import traceback
@@ -43,6 +44,28 @@ def learner_frames(exc: BaseException, library_files: Iterable[str] = ()) -> lis
     """
     library = (_FLEETLAB_DIR, *_PYTHON_DIRS, *library_files)
     return [frame for frame in traceback.extract_tb(exc.__traceback__) if not _is_library(frame.filename, library)]
+
+
+def learner_waiting(
+    thread_ids: Iterable[int], wait_files: Iterable[str], library_files: Iterable[str] = ()
+) -> traceback.FrameSummary | None:
+    """The learner's frame that is waiting right now by calling ``wait_files`` (the clock) itself, or None.
+
+    Looks at the stacks of these threads: a learner's frame counts only when
+    the frame it called is in one of ``wait_files``. A learner's code that
+    waits through the library (a DynamoDB call under latency) is not blamed.
+    """
+    library = (_FLEETLAB_DIR, *_PYTHON_DIRS, *library_files)
+    waits = tuple(wait_files)
+    running = sys._current_frames()
+    for ident in thread_ids:
+        if ident not in running:
+            continue
+        stack = traceback.extract_stack(running[ident])
+        for caller, called in zip(stack, stack[1:]):
+            if not _is_library(caller.filename, library) and called.filename in waits:
+                return caller
+    return None
 
 
 def raised_by_learner_stub(exc: BaseException, library_files: Iterable[str] = ()) -> bool:

@@ -8,6 +8,12 @@ case started (a learner's CPU-bound loop inside a race included), so the
 next case or check finds no thread and no group left behind. Cases after a
 timeout are skipped.
 
+A check's ``timeout`` is measured on the code, not on the backend's waits
+(``Budget``): on a real clock the time during which all of a case's threads
+wait on the clock or on the backend is not counted, up to ``WAIT_CAP`` real
+seconds per check. When those waits run out, the diagnosis says the backend
+was too slow, unless the learner's own code was the one waiting.
+
 A check's backend is opened only when a case asks for it: the running lab's
 backend when a lab runs in this kernel, else one opened for the check and
 closed when it ends (``CheckBackend``).
@@ -18,18 +24,28 @@ from __future__ import annotations
 import random
 import threading
 import time
+import traceback
 import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import clock, timescale
 from ..aws.backends import Backend, open_backend
-from ..clock import CANCEL_GRACE, raise_in_thread
+from ..clock import CANCEL_GRACE, WAIT_SLICE, raise_in_thread
+from ..waits import WaitMeter
 from . import learner
 from .registry import Case, CaseOutcome, Check
 from .results import CaseResult, CheckResult, Status, conclude, not_yet, refused
 
 ABANDON_SLICE = 0.5
 """Real seconds a timed-out case gets to unwind on its own before the runner cancels what it left on the clock."""
+
+WAIT_CAP = 90.0
+"""Real seconds a check's cases may spend all waiting on a real clock or the backend, beyond its ``timeout``."""
+
+SLOW_BACKEND_HELP = "docs/troubleshooting.md#a-check-times-out-waiting-on-the-backend"
+WAIT_FILES = (clock.__file__, timescale.__file__)
+"""Where a wait on the clock happens: a learner's frame calling into these is the learner's own wait."""
 
 
 class CheckAbandoned(BaseException):
@@ -48,6 +64,7 @@ class CheckBackend:
         self._backend: Backend | None = None
         self._opened_here = False
         self._guard = threading.Lock()
+        self._meter: WaitMeter | None = None
 
     def __enter__(self) -> CheckBackend:
         return self
@@ -68,7 +85,20 @@ class CheckBackend:
                 running = running_backend()
                 self._backend = running or open_backend()
                 self._opened_here = running is None
+            self._backend.clock.meter = self._meter
             return self._backend
+
+    @property
+    def name(self) -> str:
+        """The backend's name, once opened ("the backend" before)."""
+        return self._backend.name if self._backend is not None else "the backend"
+
+    def meter(self, meter: WaitMeter | None) -> None:
+        """Count the waits of the backend's clock and clients on ``meter`` from now on (None: stop)."""
+        with self._guard:
+            self._meter = meter
+            if self._backend is not None and not self._backend.closed:
+                self._backend.clock.meter = meter
 
     def cancel_actors(self) -> None:
         """Cancel the actors a case left running on the backend's clock (nothing if never opened)."""
@@ -77,6 +107,7 @@ class CheckBackend:
 
     def close(self) -> None:
         """Close the backend if it was opened here; the running lab's stays open."""
+        self.meter(None)
         with self._guard:
             if self._backend is not None and self._opened_here:
                 self._backend.close()
@@ -85,18 +116,48 @@ class CheckBackend:
 
 
 @dataclass
+class Budget:
+    """A check's time: ``timeout`` real seconds of its own work, and up to ``cap`` more of pure waiting.
+
+    ``meter`` counts the real time during which every thread of the running
+    case waited on the clock or the backend; only a real clock marks waits,
+    so on the virtual clock the budget is exactly ``timeout``.
+    """
+
+    timeout: float
+    cap: float = WAIT_CAP
+    meter: WaitMeter = field(default_factory=WaitMeter)
+    started: float = field(default_factory=time.monotonic)
+
+    def waited(self) -> float:
+        """Real seconds spent all waiting so far."""
+        return self.meter.idle()
+
+    def own(self) -> float:
+        """Real seconds spent so far on anything but waiting."""
+        return time.monotonic() - self.started - self.waited()
+
+    def remaining(self) -> float:
+        """Real seconds of work left: 0 once the check's own time or its waits have run out."""
+        return 0.0 if self.waited() >= self.cap else max(0.0, self.timeout - self.own())
+
+    def waits_ran_out(self) -> bool:
+        return self.waited() >= self.cap
+
+
+@dataclass
 class CheckContext:
     """What a harness gets besides the answer and the case.
 
     ``seed`` is fixed per check and case, so faults are reproducible.
     ``backend`` is the check's backend, opened on first access only
-    (pure-logic checks never touch it). ``deadline`` is a ``time.monotonic()``
-    instant: bound any wait by ``remaining()``.
+    (pure-logic checks never touch it). ``budget`` is the check's time:
+    bound any wait by ``remaining()``.
     """
 
     check_id: str
     seed: int
-    deadline: float
+    budget: Budget
     _backends: CheckBackend = field(default_factory=CheckBackend, repr=False)
 
     @property
@@ -114,8 +175,8 @@ class CheckContext:
         return new_prefix(self.check_id.split(".", 1)[0])
 
     def remaining(self) -> float:
-        """Seconds left before the check gives up."""
-        return max(0.0, self.deadline - time.monotonic())
+        """Real seconds of work left before the check gives up (waits on a real clock not counted)."""
+        return self.budget.remaining()
 
 
 def run_check(
@@ -136,28 +197,30 @@ def run_check(
     if backends is None:
         with CheckBackend() as own:
             return run_check(check, answer, include_hidden=include_hidden, backends=own)
-    deadline = time.monotonic() + check.timeout
+    budget = Budget(check.timeout, WAIT_CAP)
+    backends.meter(budget.meter)
     results: list[CaseResult] = []
-    for case, hidden in check.cases(include_hidden=include_hidden):
-        if time.monotonic() >= deadline:
-            results.append(CaseResult(case.name, Status.SKIPPED, "not run: the check ran out of time", hidden))
-            continue
-        context = CheckContext(check.id, _seed(check.id, case), deadline, backends)
-        results.append(_run_case(check, answer, case, context, hidden))
+    try:
+        for case, hidden in check.cases(include_hidden=include_hidden):
+            if budget.remaining() <= 0:
+                results.append(CaseResult(case.name, Status.SKIPPED, "not run: the check ran out of time", hidden))
+                continue
+            context = CheckContext(check.id, _seed(check.id, case), budget, backends)
+            results.append(_run_case(check, answer, case, context, hidden))
+    finally:
+        backends.meter(None)
     return conclude(check, results, graded=include_hidden)
 
 
 def _run_case(check: Check, answer: Any, case: Case, context: CheckContext, hidden: bool) -> CaseResult:
     started = time.monotonic()
-    outcome, error, finished = _call_with_deadline(
-        check.harness, (answer, case, context), context.remaining(), stop_actors=context._backends.cancel_actors
+    ran = _call_with_deadline(
+        check.harness, (answer, case, context), context.budget, stop_actors=context._backends.cancel_actors
     )
+    outcome, error = ran.value, ran.error
     seconds = time.monotonic() - started
-    if not finished:
-        diagnosis = (
-            f"timed out after {check.timeout:g} s: your code was still running; "
-            "look for a loop that never ends or a wait without a bound"
-        )
+    if not ran.finished:
+        diagnosis = _timed_out(check, context, ran.stuck)
         return CaseResult(case.name, Status.FAIL, diagnosis, hidden, seconds)
     if error is not None:
         status, diagnosis = _classify(error, check)
@@ -168,33 +231,65 @@ def _run_case(check: Check, answer: Any, case: Case, context: CheckContext, hidd
     return CaseResult(case.name, Status.PASS if outcome.ok else Status.FAIL, outcome.diagnosis, hidden, seconds)
 
 
-def _call_with_deadline(
-    fn: Any, args: tuple, seconds: float, *, stop_actors: Any
-) -> tuple[Any, BaseException | None, bool]:
-    """Run ``fn(*args)`` in a daemon thread for at most ``seconds``: (value, error, finished).
+def _timed_out(check: Check, context: CheckContext, stuck: traceback.FrameSummary | None) -> str:
+    """Why a case ran out of time: the learner's code, or (on a real clock) the backend's waits."""
+    budget, backend = context.budget, context._backends.name
+    if not budget.waits_ran_out():
+        waited = budget.waited()
+        not_counted = f" (not counting {waited:.0f} s of waiting on the clock and {backend})" if waited >= 1 else ""
+        return (f"timed out after {check.timeout:g} s{not_counted}: your code was still running; "
+                "look for a loop that never ends or a wait without a bound")
+    if stuck is not None:
+        return (f"timed out: your code was still waiting after {budget.cap:g} s (in {stuck.name}, line {stuck.lineno}); "
+                "look for a wait without a bound")
+    return (f"not judged: the case spent {budget.cap:g} s waiting on the clock and {backend} without finishing, "
+            f"the most a check may wait there; the backend was too slow here, not your code: run the check "
+            f"again ({SLOW_BACKEND_HELP})")
 
-    At the deadline the case thread is stopped (CheckAbandoned inside it)
-    and given ``ABANDON_SLICE`` to unwind; then ``stop_actors()`` cancels
-    any actors it left on the clock, and the runner waits a bounded grace more.
+
+@dataclass(frozen=True)
+class _Ran:
+    """How a case's thread ended: its value or error, or not finished (and the learner's frame it was in)."""
+
+    value: Any = None
+    error: BaseException | None = None
+    finished: bool = True
+    stuck: traceback.FrameSummary | None = None
+
+
+def _call_with_deadline(fn: Any, args: tuple, budget: Budget, *, stop_actors: Any) -> _Ran:
+    """Run ``fn(*args)`` in a daemon thread until it ends or ``budget`` runs out.
+
+    The case thread takes part in the budget's wait meter. When the budget
+    runs out, the case thread is stopped (CheckAbandoned inside it) and given
+    ``ABANDON_SLICE`` to unwind; then ``stop_actors()`` cancels any actors it
+    left on the clock, and the runner waits a bounded grace more.
     """
     box: dict[str, Any] = {}
+    meter = budget.meter
 
     def target() -> None:
+        meter.join()
         try:
             box["value"] = fn(*args)
         except BaseException as exc:  # the learner's code may raise anything, even SystemExit
             box["error"] = exc
+        finally:
+            meter.leave()
 
     thread = threading.Thread(target=target, name="fleetlab-check-case", daemon=True)
     thread.start()
-    thread.join(seconds)
+    while thread.is_alive() and (left := budget.remaining()) > 0:
+        thread.join(min(WAIT_SLICE, left))
     if not thread.is_alive():
-        return box.get("value"), box.get("error"), True
+        return _Ran(box.get("value"), box.get("error"))
+    harness = getattr(getattr(fn, "__code__", None), "co_filename", "")
+    stuck = learner.learner_waiting(meter.threads, WAIT_FILES, (harness,))
     raise_in_thread(thread, CheckAbandoned)
     thread.join(ABANDON_SLICE)
     stop_actors()  # whatever the case left on the clock, even if the stop landed while its race was ending
     thread.join(CANCEL_GRACE)
-    return None, None, False
+    return _Ran(finished=False, stuck=stuck)
 
 
 def _classify(error: BaseException, check: Check) -> tuple[Status, str]:

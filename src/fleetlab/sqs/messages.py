@@ -19,9 +19,13 @@ MAX_RECEIVE_BATCH = 10
 """SQS hands out at most ten messages per ReceiveMessage, and deletes at most ten per batch."""
 
 
-def receive(backend: Backend, queue_url: str, *, max_messages: int = 1, wait_seconds: int = 0) -> list[dict[str, Any]]:
+def receive(
+    backend: Backend, queue_url: str, *, max_messages: int = 1, wait_seconds: int | None = None
+) -> list[dict[str, Any]]:
     """One ReceiveMessage of up to ``max_messages`` (capped at ten), every attribute included.
 
+    ``wait_seconds`` (lab seconds) defaults to the backend's ``receive_wait``:
+    at once on moto, a one-second long poll where delivery is asynchronous.
     Runs under the backend's receive lock, so concurrent receivers on an
     emulator never get the same message inside its visibility window.
     """
@@ -29,7 +33,7 @@ def receive(backend: Backend, queue_url: str, *, max_messages: int = 1, wait_sec
         response = backend.client("sqs").receive_message(
             QueueUrl=queue_url,
             MaxNumberOfMessages=min(max_messages, MAX_RECEIVE_BATCH),
-            WaitTimeSeconds=wait_seconds,
+            WaitTimeSeconds=backend.receive_wait if wait_seconds is None else wait_seconds,
             AttributeNames=["All"],
             MessageAttributeNames=["All"],
         )

@@ -88,7 +88,10 @@ class QueueWorker:
     returns. ``heartbeat_every`` (seconds of the backend's clock) extends the
     message's visibility to ``visibility_timeout`` while the handler runs.
     A handler that raises leaves the message for redelivery; AlreadyInProgress
-    is reported as ``busy``; an injected crash as ``crashed``.
+    is reported as ``busy``; an injected crash as ``crashed``. Each receive
+    long-polls ``wait_seconds`` (by default the backend's ``receive_wait``:
+    at once on moto, one service second where EventBridge delivers after
+    PutEvents returns and a redelivery turns up late).
     """
 
     def __init__(
@@ -103,7 +106,7 @@ class QueueWorker:
         faults: FaultPlan | None = None,
         heartbeat_every: float | None = None,
         visibility_timeout: int | None = None,
-        wait_seconds: int = 0,
+        wait_seconds: int | None = None,
     ) -> None:
         if heartbeat_every is not None and not visibility_timeout:
             raise InvalidInput("visibility_timeout", "is required when heartbeat_every is set")

@@ -33,9 +33,12 @@ def feature_ids() -> tuple[str, ...]:
 def measure(backend: Backend) -> tuple[Finding, ...]:
     """Every registered probe, run once on ``backend``, in registry order.
 
+    Probes measure the services themselves: on a scaled clock they run on
+    plain real time with clients that convert nothing (``at_service_time``).
     Leaves the backend's clock where it found it: the days a virtual clock
     jumps (to see TTL deletion) are taken back afterwards.
     """
+    backend = backend.at_service_time()
     with backend.clock.excursion():
         return tuple(finding for probe_ in PROBES for finding in _run(probe_, backend))
 

@@ -4,10 +4,12 @@ that keeps the message hidden while its block runs, and stops when the block
 ends, also when the step raises. The harness records every
 ChangeMessageVisibility call and judges them exactly: every instant of the
 step must be covered, and a beat that lands as the window closes (within
-``BOUNDARY`` seconds) is a race, not cover. A second worker polls the queue
-meanwhile (it goes first at equal instants) and must get the message back
-within two visibility timeouts of the step's end; the worker lives on after
-the step, so a heartbeat that never stops shows itself.
+``BOUNDARY`` seconds, or the clock's tolerance where time is real) is a race,
+not cover. A second worker polls the queue meanwhile (it goes first at equal
+instants) and must get the message back within two visibility timeouts of
+the step's end; the worker lives on after the step until then, so a
+heartbeat that never stops shows itself (its next beat comes before the
+message can be back).
 """
 
 from __future__ import annotations
@@ -49,12 +51,14 @@ class _HeartbeatRun:
     ended: float | None = None
     swallowed: bool = False
     taken_at: list[tuple[float, str]] = field(default_factory=list)
+    polling: bool = True
+    boundary: float = BOUNDARY  # the margin a beat needs before its window ends (wider where time is real)
 
 
 def _run_step(answer: Any, case: LongStep, ctx: Any) -> tuple[_HeartbeatRun, list[Call], float]:
     """Receive one message, run the step under ``answer``'s heartbeat while a second worker polls."""
     backend, clock = ctx.backend, ctx.backend.clock
-    run = _HeartbeatRun()
+    run = _HeartbeatRun(boundary=max(BOUNDARY, clock.tolerance))
     with experiment_queue(backend, ctx.fresh_prefix(), visibility_timeout=case.visibility_timeout) as queue:
         send_alerts(backend, queue, ["alert-1"])
         sqs = backend.client("sqs")
@@ -84,18 +88,23 @@ def _run_step(answer: Any, case: LongStep, ctx: Any) -> tuple[_HeartbeatRun, lis
             else:
                 run.swallowed = case.fails
             run.phase = "after"
-            clock.sleep(RETURN_WITHIN * vis)  # the worker lives on: a heartbeat that outlived its block beats now
+            live_until = clock.now() + RETURN_WITHIN * vis  # the worker lives on: a heartbeat that outlived its block beats now
+            while run.polling and (left := live_until - clock.now()) > 0:
+                clock.sleep(min(vis / 10, left))
 
         def poll() -> None:
             interval = vis / 10
-            while not run.problem:
-                at = _since(start, clock)
-                if sqs.receive_message(QueueUrl=queue.url).get("Messages"):
-                    run.taken_at.append((at, run.phase))
-                    return
-                if at > case.step + (RETURN_WITHIN + 1) * vis:
-                    return
-                clock.sleep(interval)
+            try:
+                while not run.problem:
+                    at = _since(start, clock)
+                    if sqs.receive_message(QueueUrl=queue.url).get("Messages"):
+                        run.taken_at.append((at, run.phase))
+                        return
+                    if at > case.step + (RETURN_WITHIN + 1) * vis:
+                        return
+                    clock.sleep(interval)
+            finally:
+                run.polling = False
 
         try:
             clock.run_together(poll, work)  # the poller first: at equal instants it goes before the heartbeat
@@ -123,15 +132,15 @@ def _extensions(call: Call) -> list[float]:
     return [float(entry["VisibilityTimeout"]) for entry in call.params.get("Entries", [])]
 
 
-def _first_gap(calls: list[Call], end: float, vis: float) -> tuple[float, float] | None:
-    """The first stretch of the step (from, until) not covered with a margin, or None."""
+def _first_gap(calls: list[Call], end: float, vis: float, boundary: float) -> tuple[float, float] | None:
+    """The first stretch of the step (from, until) not covered with a margin of ``boundary``, or None."""
     hidden_until = vis
     for call in calls:
         for extension in _extensions(call):
-            if call.at > hidden_until - BOUNDARY:
+            if call.at > hidden_until - boundary:
                 return hidden_until, call.at
             hidden_until = call.at + extension
-    if end > hidden_until - BOUNDARY:
+    if end > hidden_until - boundary:
         return hidden_until, end
     return None
 
@@ -165,14 +174,14 @@ def _judge_heartbeat(run: _HeartbeatRun, calls: list[Call], case: LongStep, vis:
             f"{step} {when} (+{end:g} s): it never stopped, so a crashed worker's message would stay hidden{advice}",
         )
     during = [call for call in calls if call.tag != "exit"]
-    gap = _first_gap(during, end, vis)
+    gap = _first_gap(during, end, vis, run.boundary)
     if gap is not None:
         return CaseOutcome(False, _gap_diagnosis(gap, during, step, end, vis, run))
     taken = [at for at, phase in run.taken_at if phase != "after"]
     if taken:
         return CaseOutcome(False, f"worker-2 received the message at +{taken[0]:g} s, while {step} was still running")
     back = _hidden_until(calls, vis)
-    if back > end + RETURN_WITHIN * vis + BOUNDARY:
+    if back > end + RETURN_WITHIN * vis + run.boundary:
         return CaseOutcome(
             False,
             f"the message stays hidden until +{back:g} s, {duration(back - end)} after {step} ended: "
@@ -195,7 +204,7 @@ def _gap_diagnosis(
             f"keep_hidden never extended the message while {step} ran (no ChangeMessageVisibility reached SQS): "
             f"it became visible at +{opened:g} s and another worker can run it twice{seen}"
         )
-    if abs(closed - opened) < BOUNDARY:
+    if abs(closed - opened) < run.boundary:
         return (
             f"at +{opened:g} s the message's visibility ran out at the very instant your heartbeat extended it: "
             f"on AWS that is a race another worker's receive can win; beat before each window ends "
