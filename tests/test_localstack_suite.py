@@ -96,6 +96,24 @@ def test_a_lab_lists_the_rows_it_reads_where_localstack_differs_from_aws_or_moto
     ]
 
 
+def test_a_lab_declares_the_rows_it_depends_on_in_its_metadata(tmp_path: Path) -> None:
+    path = notebook(tmp_path / "07_x.ipynb", "print('no row named here')")
+    nb = nbformat.read(path, as_version=4)
+    nb.metadata["fleetlab"] = {"fidelity": ["events.immediate_receive"]}
+    nbformat.write(nb, path)
+    assert suite.declared_features(nb) == ["events.immediate_receive"]
+    assert suite.features_read([path]) == ["events.immediate_receive"]
+
+
+def test_every_row_a_shipped_notebook_declares_is_a_row_of_the_table() -> None:
+    known = set(feature_ids())
+    for kind in ("instructor", "student"):
+        for path in suite.lab_notebooks(REPO, kind):
+            declared = suite.declared_features(nbformat.read(path, as_version=4))
+            assert set(declared) <= known, f"{path.name} declares unknown rows {sorted(set(declared) - known)}"
+            assert declared, f"{path.name} declares no fidelity rows (docs/backends.md, rules for lab authors)"
+
+
 def test_the_report_has_one_table_per_lab_and_says_why_a_notebook_stopped(tmp_path: Path) -> None:
     runs = [
         suite.NotebookRun(REPO / "labs/solutions/01_at_least_once.ipynb", "instructor", suite.TIME_LIMIT, 120.4,
@@ -103,7 +121,7 @@ def test_the_report_has_one_table_per_lab_and_says_why_a_notebook_stopped(tmp_pa
         suite.NotebookRun(REPO / "labs/01_at_least_once.ipynb", "student", suite.PASSED, 31.2),
         suite.NotebookRun(REPO / "labs/00_orientation.ipynb", "student", suite.PASSED, 12.0),
     ]
-    result = suite.SuiteResult(install_seconds=None, start_seconds=1.4, probe_seconds=40,
+    result = suite.SuiteResult(install_seconds=None, start_seconds=1.4, probe_seconds=40, scale=60,
                                contract=suite.ContractRun("21 passed in 130.2s", 0, 131.0), notebooks=runs,
                                localstack=table("localstack", sqs__redelivery_delay="late by 1.0 s"), moto=None)
     console = Console(record=True, width=200)
@@ -114,7 +132,9 @@ def test_the_report_has_one_table_per_lab_and_says_why_a_notebook_stopped(tmp_pa
     assert "contract suite: pass: 21 passed in 130.2s (131 s)" in text
     assert text.index("lab 00 (00_orientation.ipynb)") < text.index("lab 01 (01_at_least_once.ipynb)")
     assert "time limit" in text and "cell 9 (`clock.sleep(901)`): still running" in text
-    assert text.count("declared divergences this lab reads: none") == 2  # lab 01 reads a row LocalStack matches
+    assert text.count("declared divergences this lab reads: none") == 1  # lab 00's rows all match here
+    assert "sqs.redelivery_delay: differs from AWS here: late by 1.0 s" in text  # lab 01 declares it
+    assert "clock on LocalStack: real, scaled x60: a lab minute passes in one real second" in text
     assert "notebooks: 2 passed, 1 failed" in text
     assert not result.passed
 
