@@ -148,6 +148,7 @@ def deliver_under_chaos(
     republished: tuple[str, ...] = (),
     workers: int = 2,
     conversation_of: Callable[[str], tuple[str, int]] | None = None,
+    stop_when: Callable[[], bool] | None = None,
 ) -> Race:
     """Deliver ``alerts`` to ``consumer`` the ways at-least-once really does.
 
@@ -157,7 +158,8 @@ def deliver_under_chaos(
     ``send_alerts``. ``workers`` workers share the queue as
     actors, ``faults`` crash them at named points, and crashed messages come
     back after the visibility timeout. Runs until every message is deleted
-    or dead-lettered, within a bounded horizon of the backend's clock.
+    or dead-lettered, within a bounded horizon of the backend's clock, or
+    until ``stop_when()`` holds (a harness that already has its verdict).
     """
     result = Race()
     send_alerts(backend, queue, list(alerts) + list(republished), conversation_of=conversation_of)
@@ -175,7 +177,7 @@ def deliver_under_chaos(
     def work(worker: QueueWorker) -> list[HandleOutcome]:
         outcomes: list[HandleOutcome] = []
         horizon = backend.clock.now() + (queue.max_receive_count + 2) * queue.visibility_timeout * 2
-        while backend.clock.now() < horizon and not settled():
+        while backend.clock.now() < horizon and not settled() and not (stop_when and stop_when()):
             found = worker.poll_once()
             outcomes += found
             deleted.extend(o.message_id for o in found if o.status == Outcome.DONE)

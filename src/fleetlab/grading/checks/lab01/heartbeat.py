@@ -52,6 +52,7 @@ class _HeartbeatRun:
     swallowed: bool = False
     taken_at: list[tuple[float, str]] = field(default_factory=list)
     polling: bool = True
+    worker_failed: bool = False
     boundary: float = BOUNDARY  # the margin a beat needs before its window ends (wider where time is real)
 
 
@@ -68,7 +69,13 @@ def _run_step(answer: Any, case: LongStep, ctx: Any) -> tuple[_HeartbeatRun, lis
         vis = queue.visibility_timeout
 
         def work() -> None:
-            manager = answer(log.client, queue.url, message["ReceiptHandle"], vis, clock)
+            try:
+                live(answer(log.client, queue.url, message["ReceiptHandle"], vis, clock))
+            except BaseException:  # the learner's code raised: the verdict is known, the poller may stop
+                run.worker_failed = True
+                raise
+
+        def live(manager: Any) -> None:
             if not (hasattr(manager, "__enter__") and hasattr(manager, "__exit__")):
                 run.problem = (
                     f"keep_hidden returned {type(manager).__name__}; return a context manager "
@@ -95,7 +102,7 @@ def _run_step(answer: Any, case: LongStep, ctx: Any) -> tuple[_HeartbeatRun, lis
         def poll() -> None:
             interval = vis / 10
             try:
-                while not run.problem:
+                while not run.problem and not run.worker_failed:
                     at = _since(start, clock)
                     if sqs.receive_message(QueueUrl=queue.url).get("Messages"):
                         run.taken_at.append((at, run.phase))

@@ -306,7 +306,7 @@ def check_consumer(answer: Any, case: Chaos, ctx: Any) -> CaseOutcome:
 
         result = deliver_under_chaos(
             backend, queue, consumer, _sending_order(case), faults=FaultPlan(crashes=case.crashes),
-            conversation_of=INCIDENTS.__getitem__,
+            conversation_of=INCIDENTS.__getitem__, stop_when=lambda: bool(learner_errors),  # the verdict is known
         )
     if learner_errors:
         raise learner_errors[0]
