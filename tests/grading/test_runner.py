@@ -248,6 +248,7 @@ def test_when_the_waits_run_out_the_diagnosis_blames_the_backend_not_the_learner
         "not judged: the case spent 0.5 s waiting on the clock and localstack without finishing"
     )
     assert "the backend was too slow here, not your code" in result.cases[0].diagnosis
+    assert result.cases[0].status == "error"  # not judged: never counted against the learner
     assert "your code was still running" not in result.diagnosis
     assert result.cases[1].status == "skipped"
 

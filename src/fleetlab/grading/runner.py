@@ -220,8 +220,8 @@ def _run_case(check: Check, answer: Any, case: Case, context: CheckContext, hidd
     outcome, error = ran.value, ran.error
     seconds = time.monotonic() - started
     if not ran.finished:
-        diagnosis = _timed_out(check, context, ran.stuck)
-        return CaseResult(case.name, Status.FAIL, diagnosis, hidden, seconds)
+        status, diagnosis = _timed_out(check, context, ran.stuck)
+        return CaseResult(case.name, status, diagnosis, hidden, seconds)
     if error is not None:
         status, diagnosis = _classify(error, check)
         return CaseResult(case.name, status, diagnosis, hidden, seconds)
@@ -231,20 +231,21 @@ def _run_case(check: Check, answer: Any, case: Case, context: CheckContext, hidd
     return CaseResult(case.name, Status.PASS if outcome.ok else Status.FAIL, outcome.diagnosis, hidden, seconds)
 
 
-def _timed_out(check: Check, context: CheckContext, stuck: traceback.FrameSummary | None) -> str:
-    """Why a case ran out of time: the learner's code, or (on a real clock) the backend's waits."""
+def _timed_out(check: Check, context: CheckContext, stuck: traceback.FrameSummary | None) -> tuple[Status, str]:
+    """Why a case ran out of time: the learner's code (a fail), or on a real clock the backend's waits
+    (an error: the check could not judge, never the learner's fault)."""
     budget, backend = context.budget, context._backends.name
     if not budget.waits_ran_out():
         waited = budget.waited()
         not_counted = f" (not counting {waited:.0f} s of waiting on the clock and {backend})" if waited >= 1 else ""
-        return (f"timed out after {check.timeout:g} s{not_counted}: your code was still running; "
-                "look for a loop that never ends or a wait without a bound")
+        return Status.FAIL, (f"timed out after {check.timeout:g} s{not_counted}: your code was still running; "
+                             "look for a loop that never ends or a wait without a bound")
     if stuck is not None:
-        return (f"timed out: your code was still waiting after {budget.cap:g} s (in {stuck.name}, line {stuck.lineno}); "
-                "look for a wait without a bound")
-    return (f"not judged: the case spent {budget.cap:g} s waiting on the clock and {backend} without finishing, "
-            f"the most a check may wait there; the backend was too slow here, not your code: run the check "
-            f"again ({SLOW_BACKEND_HELP})")
+        return Status.FAIL, (f"timed out: your code was still waiting after {budget.cap:g} s "
+                             f"(in {stuck.name}, line {stuck.lineno}); look for a wait without a bound")
+    return Status.ERROR, (f"not judged: the case spent {budget.cap:g} s waiting on the clock and {backend} without "
+                          f"finishing, the most a check may wait there; the backend was too slow here, not your code: "
+                          f"run the check again ({SLOW_BACKEND_HELP})")
 
 
 @dataclass(frozen=True)
