@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import math
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -24,6 +25,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from ..agents.model import FakeModel, LatencyProfile
 from ..aws.backends import Backend
 from ..clock import RealClock
 from ..errors import WorkerCrashed
@@ -104,6 +106,29 @@ def beat_between_calls(behaviour: Behaviour) -> Responder:
         return SUCCEEDED
 
     return respond
+
+
+def model_call_steps(count: int, *, calls: tuple[int, int], call_p50: float, call_p95: float, seed: int = 0,
+                     digits: int = 1) -> list[list[float]]:
+    """``count`` seeded steps, each the list of its model calls' durations in seconds.
+
+    A step makes between ``calls[0]`` and ``calls[1]`` calls (inclusive), each
+    log-normal with this p50 and p95: heavy-tailed, like LLM calls. A worker
+    can beat between two calls, never during one.
+    """
+    model = FakeModel(seed=seed, latency=LatencyProfile(call_p50, call_p95))
+    lo, hi = calls
+    steps = []
+    for n in range(count):
+        how_many = lo + int(model.latency_of(f"count-{n}") * 1_000) % (hi - lo + 1)
+        steps.append([round(model.latency_of(f"step-{n}-call-{k}"), digits) for k in range(how_many)])
+    return steps
+
+
+def percentile(values: Sequence[float], share: float) -> float:
+    """The nearest-rank percentile: ``percentile(xs, 0.95)`` is the p95."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, math.ceil(share * len(ordered)) - 1)]
 
 
 @dataclass

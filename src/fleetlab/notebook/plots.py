@@ -134,6 +134,7 @@ _WORKER_MARKERS = {
     "SendTaskFailure": ("P", "C3", "SendTaskFailure"),
 }
 _TASK_ENDS = ("TaskSucceeded", "TaskFailed", "TaskTimedOut")
+_LINE_MARKERS = ("|", "x", "+", "_")
 
 
 def callback_timelines(runs: Sequence[Any], *, title: str = "Callback runs: the token out, the answers back") -> Figure:
@@ -158,10 +159,11 @@ def callback_timelines(runs: Sequence[Any], *, title: str = "Callback runs: the 
                 continue
             marker, colour, name = markers[entry.event]
             y = row + (0.18 if markers is _HISTORY_MARKERS else -0.18)
-            face = colour if entry.ok else "none"
             label = name if entry.ok else f"{name} refused"
-            axes.scatter([entry.at], [y], marker=marker, s=70, zorder=3, edgecolors=colour, facecolors=face,
-                         label=None if label in labelled else label)
+            paint = {"color": colour} if marker in _LINE_MARKERS else \
+                {"edgecolors": colour, "facecolors": colour if entry.ok else "none"}
+            axes.scatter([entry.at], [y], marker=marker, s=70, zorder=3, label=None if label in labelled else label,
+                         **paint)
             labelled.add(label)
     axes.set_yticks(range(len(runs)), [f"{run.label}\n({run.status})" for run in runs])
     axes.set_ylim(len(runs) - 0.4, -0.6)

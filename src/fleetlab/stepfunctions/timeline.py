@@ -15,6 +15,7 @@ from .worker import Call
 
 STEP_FUNCTIONS = "Step Functions"
 HEARTBEAT = "SendTaskHeartbeat"
+HISTORY_RESOLUTION = 0.001
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,13 @@ def timeline(history: Sequence[HistoryRow], calls: Sequence[Call] = (), *, heart
         for call in calls
         if heartbeats or call.call != HEARTBEAT
     ]
-    return sorted(entries, key=lambda entry: entry.at)
+    return sorted(entries, key=_order)
+
+
+def _order(entry: Entry) -> float:
+    """History timestamps are cut to the millisecond: an event stamped t happened in [t, t + 1 ms),
+    so it sorts after a call sent within that millisecond (the call that caused it)."""
+    return entry.at + (HISTORY_RESOLUTION if entry.who == STEP_FUNCTIONS else 0.0)
 
 
 def token_labels(calls: Sequence[Call]) -> dict[str, str]:

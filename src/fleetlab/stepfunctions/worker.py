@@ -81,7 +81,7 @@ def read_task(message: dict[str, Any]) -> Task:
 
 @dataclass(frozen=True)
 class Call:
-    """One SendTask* call as a worker made it: when, on which token, and how it ended."""
+    """One SendTask* call as a worker made it: when it was sent, on which token, and how it ended."""
 
     at: float
     worker: str
@@ -120,19 +120,19 @@ class RecordedSfn:
             return method
 
         def recorded(**kwargs: Any) -> Any:
-            token = kwargs.get("taskToken", "")
+            token, sent_at = kwargs.get("taskToken", ""), self._clock.now()
             try:
                 response = method(**kwargs)
             except ClientError as exc:
-                self._record(_RECORDED[name], token, False, exc.response["Error"].get("Code", "unknown"))
+                self._record(sent_at, _RECORDED[name], token, False, exc.response["Error"].get("Code", "unknown"))
                 raise
-            self._record(_RECORDED[name], token, True)
+            self._record(sent_at, _RECORDED[name], token, True)
             return response
 
         return recorded
 
-    def _record(self, call: str, token: str, accepted: bool, code: str = "") -> None:
-        entry = Call(self._clock.now(), self._worker, call, token, accepted, code)
+    def _record(self, sent_at: float, call: str, token: str, accepted: bool, code: str = "") -> None:
+        entry = Call(sent_at, self._worker, call, token, accepted, code)
         with self._lock:
             self._log.append(entry)
         if self._on_call is not None:

@@ -32,9 +32,9 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from ...agents.model import FakeModel, LatencyProfile
 from ...errors import AslError
-from ...experiments.callbacks import Behaviour, CallbackBench, CallbackRun, Plan, answers, calls, dies, fails
+from ...experiments.callbacks import (Behaviour, CallbackBench, CallbackRun, Plan, answers, calls, dies, fails,
+                                      model_call_steps, percentile)
 from ...stepfunctions import asl, machines
 from ...stepfunctions.worker import DEAD_TOKEN_ERRORS, Call, StepFailed
 from ..registry import Case, CaseOutcome, WrongAnswer, register
@@ -140,18 +140,18 @@ CALLBACK_SIGNATURE = "complete_task(sfn, token, work, heartbeat_seconds, clock)"
     "04.callback",
     title="A callback worker: heartbeat, answer, drop a dead token",
     points=3,
-    public=[Steps("four steps at once: a quick answer, a failure named AgentFailed, a 1.6 s step under "
-                  "HeartbeatSeconds 1, a 2.3 s step under TimeoutSeconds 2", (
+    public=[Steps("four steps at once: a quick answer, a failure named AgentFailed, a 1.4 s step under "
+                  "HeartbeatSeconds 1, a 2.2 s step under TimeoutSeconds 2", (
                       Step("quick answer", answers(STEP_OUTPUT, after=0.1), 5, 1),
                       Step("failure", fails("AgentFailed", "the tool returned nothing", after=0.1), 5, 1),
-                      Step("long step", answers(STEP_OUTPUT, after=1.6), 5, 1),
-                      Step("late step", answers(STEP_OUTPUT, after=2.3), 2, 1, late=True),
+                      Step("long step", answers(STEP_OUTPUT, after=1.4), 5, 1),
+                      Step("late step", answers(STEP_OUTPUT, after=2.2), 2, 1, late=True),
                   ))],
     hidden=[Steps("a failure named ToolTimeout, a 3 s step under HeartbeatSeconds 2, a failure after "
                   "TimeoutSeconds 2", (
                       Step("failure", fails("ToolTimeout", "search took too long", after=0.1), 5, 1),
                       Step("long step", answers(STEP_OUTPUT, after=3.0), 6, 2),
-                      Step("late failure", fails("AgentFailed", "gave up", after=2.3), 2, 1, late=True),
+                      Step("late failure", fails("AgentFailed", "gave up", after=2.2), 2, 1, late=True),
                   ))],
     wrong_answers=(
         WrongAnswer("never beats", answers_.never_beats, "no SendTaskHeartbeat came"),
@@ -299,20 +299,9 @@ class Profile(Case):
 
 
 def measured_steps(case: Profile, seed: int, count: int = MEASURED_STEPS) -> list[list[float]]:
-    """``count`` steps, each the list of its calls' durations (seconds), seeded."""
-    model = FakeModel(seed=seed, latency=LatencyProfile(case.call_p50, case.call_p95))
-    digits = 2 if case.real else 1
-    lo, hi = case.calls
-    steps = []
-    for n in range(count):
-        how_many = lo + int(model.latency_of(f"count-{n}") * 1_000) % (hi - lo + 1)
-        steps.append([round(model.latency_of(f"step-{n}-call-{k}"), digits) for k in range(how_many)])
-    return steps
-
-
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, math.ceil(share * len(ordered)) - 1)]
+    """The steps the learner's function receives (or, with the next seed, the fresh ones it is judged on)."""
+    return model_call_steps(count, calls=case.calls, call_p50=case.call_p50, call_p95=case.call_p95, seed=seed,
+                            digits=2 if case.real else 1)
 
 
 def _as_timers(value: Any) -> tuple[Any, Any, str]:
@@ -334,8 +323,8 @@ def _as_timers(value: Any) -> tuple[Any, Any, str]:
     title="TimeoutSeconds and HeartbeatSeconds for a step-time profile",
     points=2,
     public=[Profile("researcher steps: 3 to 6 model calls, each p50 40 s, p95 150 s", (3, 6), 40, 150),
-            Profile("lab-scale tool steps, run for real: 2 to 4 calls, each p50 0.3 s, p95 0.6 s",
-                    (2, 4), 0.3, 0.6, real=True)],
+            Profile("lab-scale tool steps, run for real: 2 to 4 calls, each p50 0.2 s, p95 0.4 s",
+                    (2, 4), 0.2, 0.4, real=True)],
     hidden=[Profile("long research: 2 to 4 calls, each p50 200 s, p95 600 s", (2, 4), 200, 600),
             Profile("many short tool calls: 8 to 15 calls, each p50 5 s, p95 20 s", (8, 15), 5, 20)],
     wrong_answers=(
@@ -489,8 +478,9 @@ def worst_case_wait(block: dict[str, Any], case: Outage) -> float:
     "04.catch",
     title="A Catch that survives a missed heartbeat on any backend",
     points=2,
-    public=[Outage("every worker dies holding the token (no heartbeat)", 3, 1, (dies(),))],
-    hidden=[Outage("the first worker dies, the retry's worker answers", 3, 1, (dies(), answers(after=0.1))),
+    public=[Outage("the first worker dies holding the token; a retry's worker would answer", 3, 1,
+                   (dies(), answers(after=0.1)))],
+    hidden=[Outage("every worker dies holding the token (no heartbeat)", 3, 1, (dies(),)),
             Outage("a worker that beats but never finishes, under TimeoutSeconds 2", 2, 1,
                    (answers(after=2.5), answers(after=2.5)))],
     wrong_answers=(
