@@ -1,17 +1,24 @@
-"""What a notebook shows: tables (``tables``), matplotlib figures (``plots``) and ipywidgets
-controls (``widgets``). Importing this package stays light: matplotlib and ipywidgets load
-when a figure or a widget is first made."""
+"""What a notebook shows: tables (``tables``), matplotlib figures (``plots``, ``scaling_plots``,
+``callback_plots``) and ipywidgets controls (``widgets``, ``scaling_widgets``, ``callback_widgets``).
+Importing this package stays light: matplotlib and ipywidgets load when a figure or a widget is first made."""
 
-from .plots import callback_timelines, step_times_vs_visibility, trace_waterfall, visibility_timeline
+from .callback_plots import callback_timelines
+from .callback_widgets import callback_headroom_explorer, workflow_explorer
+from .plots import step_times_vs_visibility, trace_waterfall, visibility_timeline
+from .scaling_plots import fleet_timeline, tradeoff_curve
+from .scaling_widgets import tradeoff_explorer
 from .tables import Table
-from .widgets import callback_headroom_explorer, visibility_explorer, workflow_explorer
+from .widgets import visibility_explorer
 
 __all__ = [
     "Table",
     "callback_headroom_explorer",
     "callback_timelines",
+    "fleet_timeline",
     "step_times_vs_visibility",
     "trace_waterfall",
+    "tradeoff_curve",
+    "tradeoff_explorer",
     "visibility_explorer",
     "visibility_timeline",
     "workflow_explorer",
