@@ -24,6 +24,12 @@ def test_an_express_fit_still_warns_that_express_cannot_wait_for_a_token():
     assert "cannot wait for a task token" in sizing.choose_workflow(3, 10, 1.5).verdict
 
 
+def test_prices_come_from_the_dated_price_file():
+    assert sizing.list_price("transitions") == pytest.approx(0.025 / 1000)
+    assert sizing.list_price("express_requests") == pytest.approx(1e-6)
+    assert sizing.list_price("express_gb_seconds") == pytest.approx(0.00001667)
+
+
 def test_prices_follow_transitions_on_standard_and_duration_on_express():
     choice = sizing.choose_workflow(4, 10, 1.0, retries_per_step=0.5)
     assert choice.transitions == 4 * 1.5 + 1

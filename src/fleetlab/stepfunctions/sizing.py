@@ -12,8 +12,9 @@ elsewhere. Success calls scale with steps finished per second; heartbeat
 calls scale with steps *in flight* (Little's law: arrival rate x step time)
 divided by the heartbeat interval.
 
-Prices are AWS's published us-east-1 list prices (free tiers left out);
-pass your own where they differ.
+Prices come from the dated price file the real-AWS cost estimate uses
+(``aws/data/prices-us-east-1.json``: list prices, free tiers left out); pass
+your own where they differ.
 """
 
 from __future__ import annotations
@@ -21,13 +22,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..aws.cost import load_prices
 from ..errors import InvalidInput
 
 EXPRESS_MAX_SECONDS = 300
 STANDARD_MAX_SECONDS = 365 * 86_400
-STANDARD_PRICE_PER_TRANSITION = 0.025 / 1_000
-EXPRESS_PRICE_PER_REQUEST = 1.00 / 1_000_000
-EXPRESS_PRICE_PER_GB_SECOND = 0.00001667
 CALLBACK_BUCKETS = {"us-east-1, us-west-2, eu-west-1": (3_000, 500.0), "other regions": (1_500, 300.0)}
 """Per region group: (burst, refill per second) of each SendTask* API."""
 
@@ -54,6 +53,13 @@ class WorkflowChoice:
                 "but only without callback tasks: Express cannot wait for a task token")
 
 
+def list_price(counts: str) -> float:
+    """US$ per unit of the Step Functions line of the price file that ``counts`` this
+    (``transitions``, ``express_requests``, ``express_gb_seconds``)."""
+    rule = next(r for r in load_prices()["prices"] if r["service"] == "sfn" and r["counts"] == counts)
+    return rule["usd_per_million"] / 1e6
+
+
 def state_transitions(chain_steps: int, *, retries_per_step: float = 0.0, states_per_step: int = 1) -> float:
     """State transitions of one execution: each state entered counts once, each retry once more, plus the end."""
     _positive("chain_steps", chain_steps)
@@ -69,14 +75,14 @@ def choose_workflow(
     *,
     retries_per_step: float = 0.0,
     memory_mb: int = 64,
-    standard_price_per_transition: float = STANDARD_PRICE_PER_TRANSITION,
-    express_price_per_request: float = EXPRESS_PRICE_PER_REQUEST,
-    express_price_per_gb_second: float = EXPRESS_PRICE_PER_GB_SECOND,
+    prices: dict[str, float] | None = None,
 ) -> WorkflowChoice:
     """Standard or Express for a chain of ``chain_steps`` steps. Raises InvalidInput naming a bad field.
 
     Express bills the execution's duration (the worst case here) in 64 MB
-    steps of memory; Standard bills each state transition.
+    steps of memory; Standard bills each state transition. ``prices`` maps
+    ``transitions``, ``express_requests``, ``express_gb_seconds`` to US$ per
+    unit; by default the price file's.
     """
     _positive("chain_steps", chain_steps)
     _positive("p95_step_seconds", p95_step_seconds)
@@ -85,11 +91,12 @@ def choose_workflow(
     worst = chain_steps * p95_step_seconds * retry_safety
     transitions = state_transitions(chain_steps, retries_per_step=retries_per_step)
     billed_gb = math.ceil(max(memory_mb, 64) / 64) * 64 / 1024
+    price = prices or {counts: list_price(counts) for counts in ("transitions", "express_requests", "express_gb_seconds")}
     return WorkflowChoice(
         worst_case_seconds=worst,
         transitions=transitions,
-        standard_price=transitions * standard_price_per_transition,
-        express_price=express_price_per_request + worst * billed_gb * express_price_per_gb_second,
+        standard_price=transitions * price["transitions"],
+        express_price=price["express_requests"] + worst * billed_gb * price["express_gb_seconds"],
     )
 
 
