@@ -282,7 +282,7 @@ def _longest_gap(mine: list[Call], started: float | None) -> float | None:
 
 MEASURED_STEPS = 200
 MAX_KILLED_SHARE = 0.05
-MAX_TIMER_FACTOR = 2  # a timer longer than twice anything measured leaves a dead worker unnoticed for nothing
+MAX_TIMER_FACTOR = 2  # a timer over twice anything measured (in whole seconds) leaves a dead worker unnoticed
 
 
 @dataclass(frozen=True)
@@ -394,11 +394,11 @@ def _killed(fresh: list[list[float]], timeout: int, heartbeat: int) -> str:
 def _too_slow(measured: list[list[float]], timeout: int, heartbeat: int) -> str:
     longest_call = max(call for step in measured for call in step)
     longest_step = max(sum(step) for step in measured)
-    if heartbeat > MAX_TIMER_FACTOR * longest_call:
+    if heartbeat > math.ceil(MAX_TIMER_FACTOR * longest_call):
         return (f"a worker that dies is noticed only after HeartbeatSeconds {heartbeat} s, more than "
                 f"{MAX_TIMER_FACTOR}x the longest model call ever measured ({longest_call:g} s): its step waits "
                 "that long for nothing")
-    if timeout > MAX_TIMER_FACTOR * longest_step:
+    if timeout > math.ceil(MAX_TIMER_FACTOR * longest_step):
         return (f"TimeoutSeconds {timeout} s is more than {MAX_TIMER_FACTOR}x the longest step ever measured "
                 f"({longest_step:g} s): a worker stuck in a loop that still beats is noticed only after that long")
     return ""
