@@ -91,7 +91,9 @@ def workflow_choice_plot(choice: Any, limit: float) -> Figure:
     duration.legend(fontsize=8)
     price.bar(["Standard", "Express"], [choice.standard_price * 1e6, choice.express_price * 1e6], color=["C0", "C1"])
     price.set_title("price of one execution")
+    price.set_xlabel("workflow type")
     price.set_ylabel("US$ per million executions")
+    figure.suptitle("Standard or Express for this chain")
     figure.tight_layout()
     return figure
 
