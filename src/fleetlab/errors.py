@@ -109,3 +109,25 @@ class ModelError(FleetlabError):
     def __init__(self, message: str, *, transient: bool) -> None:
         super().__init__(message)
         self.transient = transient
+
+
+class StepFailed(FleetlabError):
+    """Raised by a callback step to fail its task with ``error``, the name a Catch routes on.
+
+    The step did not finish; whatever it did before raising happened.
+    """
+
+    may_have_happened = True
+
+    def __init__(self, error: str, cause: str = "") -> None:
+        super().__init__(f"the step failed with {error}" + (f": {cause}" if cause else ""))
+        self.error = error
+        self.cause = cause
+
+
+class CallbackRefused(FleetlabError):
+    """Step Functions refused a callback for a reason other than a dead token; the task did not take it.
+
+    Throttling or a malformed output: the token may still be live, so the
+    message is left on the queue for another try.
+    """

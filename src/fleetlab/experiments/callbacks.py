@@ -28,12 +28,12 @@ from botocore.exceptions import ClientError
 from ..agents.model import FakeModel, LatencyProfile
 from ..aws.backends import Backend
 from ..clock import RealClock
-from ..errors import WorkerCrashed
+from ..errors import StepFailed, WorkerCrashed
 from ..notebook.tables import Table
 from ..state.claimcheck import ClaimCheck
 from ..stepfunctions import asl, executions, machines
 from ..stepfunctions.timeline import Entry, rows, timeline
-from ..stepfunctions.worker import DIED, FAILED, SUCCEEDED, Call, CallbackWorker, Responder, StepFailed, Task, answer_task
+from ..stepfunctions.worker import DIED, FAILED, SUCCEEDED, Call, CallbackWorker, Responder, Task, answer_task
 
 POLL_INTERVAL = 0.05
 NUDGE_AFTER = 0.4

@@ -25,7 +25,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from ..errors import FleetlabError, InvalidInput, WorkerCrashed
+from ..errors import CallbackRefused, InvalidInput, StepFailed, WorkerCrashed
 from ..state.claimcheck import ClaimCheck
 from .machines import INPUT_FIELD, TOKEN_FIELD
 
@@ -33,23 +33,6 @@ DEAD_TOKEN_ERRORS = frozenset({"TaskTimedOut", "InvalidToken", "TaskDoesNotExist
 """Codes of a callback refused because its token will never be accepted again."""
 
 SUCCEEDED, FAILED, DROPPED, DIED = "succeeded", "failed", "dropped", "died"
-
-
-class StepFailed(FleetlabError):
-    """Raised by a step to fail its task with ``error``, the name a Catch routes on."""
-
-    def __init__(self, error: str, cause: str = "") -> None:
-        super().__init__(f"the step failed with {error}" + (f": {cause}" if cause else ""))
-        self.error = error
-        self.cause = cause
-
-
-class CallbackRefused(FleetlabError):
-    """Step Functions refused a callback for a reason other than a dead token; the task did not take it.
-
-    Throttling or a malformed output: the token may still be live, so the
-    message is left on the queue for another try.
-    """
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ from ...errors import AslError
 from ...experiments.callbacks import (Behaviour, CallbackBench, CallbackRun, Plan, answers, calls, dies, fails,
                                       model_call_steps, percentile)
 from ...stepfunctions import asl, machines
-from ...stepfunctions.worker import DEAD_TOKEN_ERRORS, Call, StepFailed
+from ...stepfunctions.worker import DEAD_TOKEN_ERRORS, Call
 from ..registry import Case, CaseOutcome, WrongAnswer, register
 from . import lab04_answers as answers_
 

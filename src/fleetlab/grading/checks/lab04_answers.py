@@ -12,35 +12,11 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from ...stepfunctions import callbacks
-from ...stepfunctions.worker import StepFailed
+from ...errors import StepFailed
 
 DEAD = ("TaskTimedOut", "InvalidToken", "TaskDoesNotExist")
 
 # ------------------------------------------------------------------ 04.callback
-
-
-def complete_task(sfn, token, work, heartbeat_seconds, clock):
-    """The reference: beat every third of the window, answer once, drop a dead token's refusal."""
-
-    def beat():
-        try:
-            sfn.send_task_heartbeat(taskToken=token)
-        except ClientError:
-            pass  # the task timed out meanwhile; the answer below finds out
-
-    try:
-        with clock.every(heartbeat_seconds / 3, beat):
-            try:
-                output, failure = work(), None
-            except StepFailed as failed:
-                output, failure = None, failed
-        if failure is None:
-            sfn.send_task_success(taskToken=token, output=json.dumps(output))
-        else:
-            sfn.send_task_failure(taskToken=token, error=failure.error, cause=failure.cause)
-    except ClientError as refused:
-        if refused.response["Error"]["Code"] not in DEAD:
-            raise
 
 
 def _answer(sfn, token, output, failure):
