@@ -253,6 +253,7 @@ class CallbackBench:
         if self.closed:
             return
         self.closed = True
+        atexit.unregister(self.close)
         for run in self._runs:
             self._release(run)
         for arn in self._machines:
