@@ -9,6 +9,7 @@ import json
 import pytest
 
 from fleetlab.aws.backends import open_backend
+from fleetlab.aws.resources import Resources
 from fleetlab.errors import AslError
 from fleetlab.stepfunctions import asl, machines
 
@@ -116,12 +117,14 @@ def test_moto_creates_what_aws_refuses_so_fleetlab_validates_first():
     try:
         sfn = backend.client("stepfunctions")
         role = asl.emulator_role_arn(backend.account_id)
-        for number, definition in enumerate([callback(Next="Finish"), with_states(A={"Type": "Pass", "End": True},
-                                                                                  B={"Type": "Pass", "End": True}),
-                                             callback(Parameters={"QueueUrl": QUEUE, "MessageBody": {}})]):
-            sfn.create_state_machine(name=f"accepted-{number}", definition=json.dumps(definition), roleArn=role)
-            with pytest.raises(AslError):
-                machines.create_machine(sfn, f"refused-{number}", definition, role_arn=role)
+        with Resources(backend, "asl-") as made:
+            for number, definition in enumerate([callback(Next="Finish"), with_states(A={"Type": "Pass", "End": True},
+                                                                                      B={"Type": "Pass", "End": True}),
+                                                 callback(Parameters={"QueueUrl": QUEUE, "MessageBody": {}})]):
+                sfn.create_state_machine(name=f"accepted-{number}", definition=json.dumps(definition), roleArn=role)
+                with pytest.raises(AslError):
+                    machines.create_machine(made, f"refused-{number}", definition, role_arn=role)
+            assert made.made() == []
         names = {m["name"] for m in sfn.list_state_machines()["stateMachines"]}
         assert names == {"accepted-0", "accepted-1", "accepted-2"}
     finally:

@@ -15,6 +15,7 @@ HeartbeatSeconds of 1 to 3 s, and the bench waits on real time.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import math
 import threading
@@ -27,8 +28,9 @@ from botocore.exceptions import ClientError
 
 from ..agents.model import FakeModel, LatencyProfile
 from ..aws.backends import Backend
-from ..clock import RealClock
-from ..errors import StepFailed, WorkerCrashed
+from ..aws.resources import Resources
+from ..clock import ActorCancelled, RealClock, stop_threads
+from ..errors import StepFailed, Timeout, WorkerCrashed
 from ..notebook.tables import Table
 from ..state.claimcheck import ClaimCheck
 from ..stepfunctions import asl, executions, machines
@@ -38,6 +40,9 @@ from ..stepfunctions.worker import DIED, FAILED, SUCCEEDED, Call, CallbackWorker
 POLL_INTERVAL = 0.05
 NUDGE_AFTER = 0.4
 """Seconds after an accepted answer before an execution still RUNNING gets one heartbeat (moto race)."""
+STOPPED = "stopped"
+WORKER_GRACE = 0.5
+"""Seconds a worker still busy when a run's wait ends gets before it is stopped."""
 
 
 @dataclass(frozen=True)
@@ -177,35 +182,43 @@ class Plan:
 
 
 class CallbackBench:
-    """A token queue and the callback machines made on it; ``close`` removes them all.
+    """A token queue and the callback machines made on it (one ``Resources``); ``close`` removes them all.
 
     ``respond`` is how the worker answers a task (``answer_task``, or a
     learner's function with the same signature); ``claimcheck`` turns on
-    claim-checking of outputs past 256 KiB.
+    claim-checking of outputs past 256 KiB. Waits run on a real clock:
+    Step Functions timers do not follow a virtual one.
     """
 
     def __init__(self, backend: Backend, prefix: str, *, respond: Responder = answer_task,
                  claimcheck: ClaimCheck | None = None, on_call: Callable[[Call], None] | None = None) -> None:
         self.backend = backend
-        self.prefix = prefix
         self.respond = respond
         self.claimcheck = claimcheck
         self.on_call = on_call
         self.clock = RealClock()
         self.sfn = backend.client("stepfunctions")
-        self.sqs = backend.client("sqs")
-        self.queue_url = self.sqs.create_queue(QueueName=f"{prefix}tokens", Attributes={"VisibilityTimeout": "60"})["QueueUrl"]
+        self.made = Resources(backend, prefix)
+        self.closed = False
+        try:
+            self.queue = self.made.queue("tokens", {"VisibilityTimeout": "60"})
+            self._role = self._execution_role()
+        except Exception:
+            self.made.teardown()
+            raise
         self._machines: dict[str, dict[str, Any]] = {}
         self._runs: list[CallbackRun] = []
-        self._role = asl.emulator_role_arn(backend.account_id)
-        self.closed = False
         atexit.register(self.close)
+
+    @property
+    def queue_url(self) -> str:
+        return self.queue.url
 
     def machine(self, name: str, *, definition: dict[str, Any] | None = None, **options: Any) -> str:
         """Create a validated machine: ``definition``, or a callback step on the token queue built from
         ``options`` (timeout_seconds, heartbeat_seconds, retry, catch). Returns its ARN; AslError before creating."""
         built = definition if definition is not None else machines.callback_definition(self.queue_url, **options)
-        arn = machines.create_machine(self.sfn, f"{self.prefix}{name}", built, role_arn=self._role)
+        arn = machines.create_machine(self.made, name, built, role_arn=self._role)
         self._machines[arn] = built
         return arn
 
@@ -218,19 +231,26 @@ class CallbackBench:
 
         Returns each run once its execution ended; one still RUNNING after
         ``wait`` real seconds is returned as RUNNING (its worker may have died).
+        A worker still busy then is stopped.
         """
         runs = {label: self._start(label, plan) for label, plan in plans.items()}
         workers: list[threading.Thread] = []
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline and any(r.status == "RUNNING" for r in runs.values()):
-            task = CallbackWorker(self.backend, self.queue_url, clock=self.clock).take()
+        taker = CallbackWorker(self.backend, self.queue_url, clock=self.clock)
+        started = time.monotonic()
+
+        def all_ended() -> bool:
+            task = taker.take()
             if task is not None:
                 workers.append(self._serve(task, runs))
-                continue
+                return False
             self._refresh(runs.values(), busy=any(w.is_alive() for w in workers))
-            time.sleep(POLL_INTERVAL)
-        for worker in workers:
-            worker.join(max(deadline - time.monotonic(), 0.1))
+            return all(run.status != "RUNNING" for run in runs.values())
+
+        with contextlib.suppress(Timeout):
+            self.clock.wait_until(all_ended, timeout=wait, what="the callback runs", interval=POLL_INTERVAL)
+        for worker in workers:  # a late worker may still be answering: let it, until the wait is over
+            worker.join(max(started + wait - time.monotonic(), 0.0))
+        stop_threads(workers, grace=WORKER_GRACE, monotonic=time.monotonic)
         for run in runs.values():
             self._refresh([run], busy=False)
             run.history = executions.history(self.sfn, run.execution_arn)
@@ -239,30 +259,41 @@ class CallbackBench:
     def stop(self, run: CallbackRun, *, wait: float = 2.0) -> str:
         """StopExecution, then the status once it leaves RUNNING (or still RUNNING after ``wait`` s)."""
         self.sfn.stop_execution(executionArn=run.execution_arn, error="fleetlab.Stopped", cause="stopped by the lab")
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
+
+        def ended() -> bool:
             self._refresh([run], busy=False)
-            if run.status != "RUNNING":
-                break
-            time.sleep(POLL_INTERVAL)
+            return run.status != "RUNNING"
+
+        with contextlib.suppress(Timeout):
+            self.clock.wait_until(ended, timeout=wait, what="the stopped execution", interval=POLL_INTERVAL)
         run.history = executions.history(self.sfn, run.execution_arn)
         return run.status
 
-    def close(self) -> None:
-        """Free tasks left waiting, delete the machines and the queue. Idempotent."""
+    def close(self) -> list[str]:
+        """Free tasks left waiting, then remove the machines, the queue and the role. Idempotent.
+
+        Returns the problems met (empty when clean).
+        """
         if self.closed:
-            return
+            return []
         self.closed = True
         atexit.unregister(self.close)
         for run in self._runs:
             self._release(run)
-        for arn in self._machines:
-            _ignore_gone(lambda: self.sfn.delete_state_machine(stateMachineArn=arn))
-        _ignore_gone(lambda: self.sqs.delete_queue(QueueUrl=self.queue_url))
+        return self.made.teardown()
+
+    def _execution_role(self) -> str:
+        """A role Step Functions may assume to send to the token queue; emulators accept any role of the account."""
+        if self.backend.is_emulated:
+            return asl.emulator_role_arn(self.backend.account_id)
+        policy = {"Version": "2012-10-17", "Statement": [
+            {"Effect": "Allow", "Action": "sqs:SendMessage", "Resource": self.queue.arn}]}
+        return self.made.role("callbacks", service="states.amazonaws.com", policy=policy)
 
     def _start(self, label: str, plan: Plan) -> CallbackRun:
         execution = executions.start_execution(self.sfn, plan.machine_arn, {"run": label})
-        run = CallbackRun(label, execution, tuple(plan.behaviours), heartbeat_seconds=_heartbeat_of(self._machines[plan.machine_arn]))
+        run = CallbackRun(label, execution, tuple(plan.behaviours),
+                          heartbeat_seconds=_heartbeat_of(self._machines[plan.machine_arn]))
         self._runs.append(run)
         return run
 
@@ -274,11 +305,15 @@ class CallbackBench:
         worker = CallbackWorker(
             self.backend, self.queue_url, clock=self.clock, name=f"worker-{attempt}",
             heartbeat_seconds=run.heartbeat_seconds if behaviour.heartbeat else None,
-            respond=beat_between_calls(behaviour) if behaviour.calls else self.respond, claimcheck=self.claimcheck, log=run.calls, on_call=self.on_call,
+            respond=beat_between_calls(behaviour) if behaviour.calls else self.respond,
+            claimcheck=self.claimcheck, log=run.calls, on_call=self.on_call,
         )
 
         def serve() -> None:
-            outcome = worker.handle(task, behaviour.step())
+            try:
+                outcome = worker.handle(task, behaviour.step())
+            except ActorCancelled:  # still busy when the run's wait ended
+                outcome = STOPPED
             run.outcomes.append(outcome)
             if outcome in (SUCCEEDED, FAILED):
                 run.answered_at = time.monotonic()
@@ -324,12 +359,3 @@ def _ignore_refusal(call: Callable[[], Any]) -> None:
         call()
     except ClientError:
         pass
-
-
-def _ignore_gone(call: Callable[[], Any]) -> None:
-    try:
-        call()
-    except ClientError as exc:
-        if exc.response["Error"].get("Code") not in ("StateMachineDoesNotExist", "AWS.SimpleQueueService.NonExistentQueue",
-                                                     "QueueDoesNotExist", "ResourceNotFoundException"):
-            raise

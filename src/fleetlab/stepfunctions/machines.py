@@ -10,9 +10,9 @@ error under ``$.error``. A ``chain`` runs several such steps one after another.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from ..aws.resources import Resources
 from .asl import CALLBACK_SUFFIX, validate_asl
 
 RUN_STATE = "RunStep"
@@ -95,13 +95,10 @@ def chain_definition(queue_url: str, steps: int, *, timeout_seconds: int, heartb
     return definition
 
 
-def create_machine(sfn: Any, name: str, definition: dict[str, Any], *, role_arn: str,
-                   workflow_type: str = "STANDARD") -> str:
-    """Validate ``definition`` as AWS would, then create it. Returns the ARN.
+def create_machine(resources: Resources, what: str, definition: dict[str, Any], *, role_arn: str) -> str:
+    """Validate ``definition`` as AWS would, then create it as a Standard machine named ``prefix + what``.
 
-    Raises AslError naming the state and field, before anything is created.
+    Returns the ARN. Raises AslError naming the state and field, before anything is created.
     """
-    validate_asl(definition, workflow_type=workflow_type)
-    return sfn.create_state_machine(
-        name=name, definition=json.dumps(definition), roleArn=role_arn, type=workflow_type
-    )["stateMachineArn"]
+    validate_asl(definition)
+    return resources.state_machine(what, definition, role_arn=role_arn)
