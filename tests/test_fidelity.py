@@ -40,7 +40,11 @@ MOTO_5_2_5 = {
     "stepfunctions.heartbeat_timeout_error": (False, "fails with States.Timeout"),
     "stepfunctions.late_task_success": (False, "rejected with InvalidToken"),
     "stepfunctions.late_task_failure": (False, "accepted silently"),
+    "stepfunctions.retry_task_token": (False, "the same token as the failed attempt"),
+    "stepfunctions.stop_waiting_execution": (False, "stays RUNNING until its task is answered"),
+    "stepfunctions.large_task_output": (False, "accepted"),
     "stepfunctions.unnamed_execution": (False, 'named "None"'),
+    "stepfunctions.start_sync_execution": (False, "not implemented"),
     "dynamodb.ttl_deletion": (False, "never deleted"),
 }
 NO_LEFTOVERS = {"queues": [], "buses": [], "archives": [], "state machines": [], "tables": []}
