@@ -26,7 +26,6 @@ from ..aws.cost import load_prices
 from ..errors import InvalidInput
 
 EXPRESS_MAX_SECONDS = 300
-STANDARD_MAX_SECONDS = 365 * 86_400
 CALLBACK_BUCKETS = {"us-east-1, us-west-2, eu-west-1": (3_000, 500.0), "other regions": (1_500, 300.0)}
 """Per region group: (burst, refill per second) of each SendTask* API."""
 
