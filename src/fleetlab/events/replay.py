@@ -1,0 +1,189 @@
+"""EventBridge archives and replays, and rule patterns that tell a replay from the original.
+
+An archive keeps the events of a bus that match its pattern (every event
+without one), for ``RetentionDays`` (0: forever). To feed it, EventBridge
+adds a managed rule to the bus whose pattern excludes replays, so a replay
+is never archived again. A replay sends the archived events whose time falls
+in its window back to a bus, where every rule matches them exactly as it
+matched the originals (only the rules in ``FilterArns``, if given). Each
+replayed event carries a top-level ``replay-name``: the one field a rule can
+use to tell it from the original.
+
+AWS replays in one-minute slices of event time, not in the original order,
+and archiving lags ingestion a little: AWS advises waiting about 10 minutes
+before replaying recent events. What an emulator does instead (the window,
+FilterArns, the replayed event's id) is measured by the fidelity probe, not
+assumed here.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..clock import Clock
+from ..errors import FleetlabError, InvalidInput, ReplayFailed
+
+REPLAY_NAME = "replay-name"
+NOT_A_REPLAY = {REPLAY_NAME: [{"exists": False}]}
+ONLY_REPLAYS = {REPLAY_NAME: [{"exists": True}]}
+ARCHIVE_LAG_SECONDS = 600  # AWS's advice: replay events at least this old
+REPLAY_SLICE_SECONDS = 60  # AWS replays one minute of event time after another
+_FINISHED = {"COMPLETED", "CANCELLED", "FAILED"}
+
+
+def as_pattern(pattern: Mapping[str, Any] | str) -> dict[str, Any]:
+    """A pattern as a dict, from a dict or its JSON text. Raises InvalidInput naming ``pattern``."""
+    if isinstance(pattern, str):
+        try:
+            pattern = json.loads(pattern)
+        except json.JSONDecodeError as exc:
+            raise InvalidInput("pattern", f"is not valid JSON ({exc.msg} at character {exc.pos})") from None
+    if not isinstance(pattern, Mapping):
+        raise InvalidInput("pattern", f"must be a JSON object (a dict), got {type(pattern).__name__}")
+    return dict(pattern)
+
+
+def excluding_replays(pattern: Mapping[str, Any] | str) -> dict[str, Any]:
+    """``pattern`` that matches originals only: ``replay-name`` must not exist."""
+    return _with_replay_name(pattern, NOT_A_REPLAY)
+
+
+def only_replays(pattern: Mapping[str, Any] | str) -> dict[str, Any]:
+    """``pattern`` that matches replays only: ``replay-name`` must exist."""
+    return _with_replay_name(pattern, ONLY_REPLAYS)
+
+
+def _with_replay_name(pattern: Mapping[str, Any] | str, condition: dict[str, Any]) -> dict[str, Any]:
+    chosen = as_pattern(pattern)
+    if REPLAY_NAME in chosen and chosen[REPLAY_NAME] != condition[REPLAY_NAME]:
+        raise InvalidInput("pattern", f"already says {REPLAY_NAME}: {chosen[REPLAY_NAME]}", hint="pick one condition")
+    return {**chosen, **condition}
+
+
+def is_replay(event: Mapping[str, Any]) -> bool:
+    """True for an event a replay delivered (it has a top-level ``replay-name``)."""
+    return REPLAY_NAME in event
+
+
+@dataclass(frozen=True)
+class Archive:
+    """An archive of one bus's events."""
+
+    name: str
+    arn: str
+    bus_arn: str
+    pattern: dict[str, Any] | None
+    retention_days: int
+
+
+def create_archive(
+    events: Any, bus_arn: str, name: str, *, pattern: Mapping[str, Any] | str | None = None, retention_days: int = 0
+) -> Archive:
+    """Archive the events of ``bus_arn`` that match ``pattern`` (all without one) for ``retention_days`` (0: forever)."""
+    if isinstance(retention_days, bool) or not isinstance(retention_days, int) or retention_days < 0:
+        raise InvalidInput("retention_days", f"must be a whole number of days, 0 for forever; got {retention_days!r}")
+    request: dict[str, Any] = {"ArchiveName": name, "EventSourceArn": bus_arn, "RetentionDays": retention_days}
+    chosen = None if pattern is None else as_pattern(pattern)
+    if chosen is not None:
+        request["EventPattern"] = json.dumps(chosen)
+    arn = events.create_archive(**request)["ArchiveArn"]
+    return Archive(name=name, arn=arn, bus_arn=bus_arn, pattern=chosen, retention_days=retention_days)
+
+
+@dataclass(frozen=True)
+class Replay:
+    """A replay as DescribeReplay reports it."""
+
+    name: str
+    state: str
+    reason: str
+    window: tuple[float, float]
+
+    @classmethod
+    def described(cls, description: Mapping[str, Any]) -> Replay:
+        return cls(
+            name=description["ReplayName"],
+            state=description["State"],
+            reason=description.get("StateReason", ""),
+            window=(description["EventStartTime"].timestamp(), description["EventEndTime"].timestamp()),
+        )
+
+
+def start_replay(
+    events: Any,
+    archive: Archive,
+    name: str,
+    *,
+    start: float,
+    end: float,
+    destination_bus_arn: str | None = None,
+    filter_arns: Sequence[str] = (),
+) -> None:
+    """Start replaying the archived events whose time is in [``start``, ``end``) (epoch seconds).
+
+    They go to ``destination_bus_arn`` (the archive's own bus by default),
+    to every matching rule, or only to ``filter_arns``.
+    """
+    if not start < end:
+        raise InvalidInput("start", f"the window must start before it ends ({_iso(start)} is not before {_iso(end)})")
+    destination: dict[str, Any] = {"Arn": destination_bus_arn or archive.bus_arn}
+    if filter_arns:
+        destination["FilterArns"] = list(filter_arns)
+    events.start_replay(
+        ReplayName=name,
+        EventSourceArn=archive.arn,
+        EventStartTime=_utc(start),
+        EventEndTime=_utc(end),
+        Destination=destination,
+    )
+
+
+def wait_for_replay(events: Any, name: str, clock: Clock, *, timeout: float = 60.0, interval: float = 0.2) -> Replay:
+    """Wait, on ``clock``, until the replay ends; return it.
+
+    Raises ReplayFailed when it ended FAILED or CANCELLED, and FleetlabError
+    (the replay may still be running) after ``timeout`` seconds of real time.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        replay = Replay.described(events.describe_replay(ReplayName=name))
+        if replay.state in _FINISHED:
+            break
+        if time.monotonic() >= deadline:
+            raise FleetlabError(
+                f"replay {name} is still {replay.state} after {timeout:g} s; DescribeReplay shows its progress",
+                may_have_happened=True,
+            )
+        clock.sleep(interval)
+    if replay.state != "COMPLETED":
+        raise ReplayFailed(name, replay.state, replay.reason)
+    return replay
+
+
+def replay(
+    events: Any,
+    archive: Archive,
+    name: str,
+    clock: Clock,
+    *,
+    start: float,
+    end: float,
+    filter_arns: Sequence[str] = (),
+    timeout: float = 60.0,
+) -> Replay:
+    """Start a replay onto the archive's bus and wait until it has finished (see ``start_replay``)."""
+    start_replay(events, archive, name, start=start, end=end, filter_arns=filter_arns)
+    return wait_for_replay(events, name, clock, timeout=timeout)
+
+
+def _utc(seconds: float) -> dt.datetime:
+    return dt.datetime.fromtimestamp(seconds, dt.timezone.utc)
+
+
+def _iso(seconds: float) -> str:
+    return _utc(seconds).isoformat(timespec="seconds")
