@@ -43,14 +43,19 @@ def _whole_number_in(field: str, value: Any, low: int, high: int) -> int:
 
 
 def duration(seconds: float) -> str:
-    """``90 s``, ``5 min``, ``2.5 h`` or ``3 days``: the unit a person would say."""
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 3_600:
-        return f"{seconds / 60:.0f} min"
-    if seconds < 172_800:
-        return f"{seconds / 3_600:.1f} h".replace(".0 h", " h")
-    return f"{seconds / 86_400:.1f} days".replace(".0 days", " days")
+    """Exactly, in the units a person reads: ``4 d 1 h``, ``24 h``, ``59 min 35 s``, ``0 s``.
+
+    Days only from two days on: a day-long window reads ``24 h``.
+    """
+    left = round(seconds)
+    parts = []
+    units = (("d", 86_400), ("h", 3_600), ("min", 60), ("s", 1)) if left >= 172_800 else (
+        ("h", 3_600), ("min", 60), ("s", 1))
+    for unit, size in units:
+        count, left = divmod(left, size)
+        if count:
+            parts.append(f"{count} {unit}")
+    return " ".join(parts) or "0 s"
 
 
 @dataclass(frozen=True)
@@ -190,3 +195,12 @@ class Posture:
             dropped=0 if self.dead_letter_queue else given_up,
         )
 
+
+
+STANDARD_POSTURES = (
+    Posture("classic default, no DLQ", CLASSIC_DEFAULT, dead_letter_queue=False),
+    Posture("classic default + DLQ alarm", CLASSIC_DEFAULT),
+    Posture("24 attempts / 1 h + DLQ alarm", BOUNDED),
+    Posture("EventsV2 default + DLQ alarm", EVENTS_V2_DEFAULT),
+)
+"""The postures the lab compares; the alarm on each DLQ pages 60 s after its first message."""

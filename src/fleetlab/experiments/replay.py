@@ -76,6 +76,7 @@ class Delivered:
 
     target: str
     trace_id: str
+    detail_type: str
     event_id: str
     replay_name: str | None
     outcome: str  # "effect", "suppressed" (its key was done) or "lost" (the target was down)
@@ -172,8 +173,8 @@ class ReplayBench:
     def _note(self, target: Target, delivery: Delivery, outcome: str) -> str:
         body = delivery.body if isinstance(delivery.body, dict) else {}
         self.deliveries.append(Delivered(
-            target.name, delivery.trace_id, str(body.get("id", "")), body.get(replays.REPLAY_NAME), outcome,
-            self.store_clock.now(),
+            target.name, delivery.trace_id, str(body.get("detail-type", "")), str(body.get("id", "")),
+            body.get(replays.REPLAY_NAME), outcome, self.store_clock.now(),
         ))
         return outcome
 

@@ -2,8 +2,18 @@
 controls (``widgets``). Importing this package stays light: matplotlib and ipywidgets load
 when a figure or a widget is first made."""
 
-from .plots import step_times_vs_visibility, trace_waterfall, visibility_timeline
+from .plots import outage_posture, step_times_vs_visibility, trace_waterfall, visibility_timeline, window_timeline
 from .tables import Table
-from .widgets import visibility_explorer
+from .widgets import outage_explorer, outage_table, visibility_explorer
 
-__all__ = ["Table", "step_times_vs_visibility", "trace_waterfall", "visibility_explorer", "visibility_timeline"]
+__all__ = [
+    "Table",
+    "outage_explorer",
+    "outage_posture",
+    "outage_table",
+    "step_times_vs_visibility",
+    "trace_waterfall",
+    "visibility_explorer",
+    "visibility_timeline",
+    "window_timeline",
+]
