@@ -18,16 +18,16 @@ import contextlib
 import json
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..aws.backends import Backend
 from ..aws.topology import _allow_eventbridge, experiment_queue, experiment_table
 from ..clock import Clock
-from ..errors import InvalidInput
+from ..errors import FleetlabError, InvalidInput
 from ..events import replay as replays
-from ..events.envelope import COMPLETED, SOURCE, Envelope
+from ..events.envelope import COMPLETED, SOURCE, Envelope, batches
 from ..ledger import EffectsLedger
 from ..notebook.tables import Table
 from ..sqs.worker import Delivery, QueueWorker
@@ -78,6 +78,7 @@ class Delivered:
     trace_id: str
     detail_type: str
     event_id: str
+    event_time: str
     replay_name: str | None
     outcome: str  # "effect", "suppressed" (its key was done) or "lost" (the target was down)
     at: float
@@ -139,7 +140,7 @@ class ReplayBench:
         queue = made.enter_context(
             experiment_queue(self.backend, f"{self.prefix}{target.name}-", visibility_timeout=VISIBILITY)
         )
-        rule = f"{self.prefix}{target.name}"
+        rule = self._rule_name(target.name)
         text = pattern if isinstance(pattern, str) else json.dumps(pattern)
         rule_arn = events.put_rule(Name=rule, EventBusName=self.bus_name, EventPattern=text)["RuleArn"]
         made.callback(events.delete_rule, Name=rule, EventBusName=self.bus_name)
@@ -174,7 +175,7 @@ class ReplayBench:
         body = delivery.body if isinstance(delivery.body, dict) else {}
         self.deliveries.append(Delivered(
             target.name, delivery.trace_id, str(body.get("detail-type", "")), str(body.get("id", "")),
-            body.get(replays.REPLAY_NAME), outcome, self.store_clock.now(),
+            str(body.get("time", "")), body.get(replays.REPLAY_NAME), outcome, self.store_clock.now(),
         ))
         return outcome
 
@@ -183,11 +184,15 @@ class ReplayBench:
     def publish(self, trace_ids: Iterable[str], *, agent_class: str = "researcher", detail_type: str = COMPLETED) -> list[str]:
         """Publish one event per trace on the bus; their event ids."""
         events = self.backend.client("events")
+        entries = [Envelope(t, t, 1, agent_class).entry(self.bus_name, detail_type=detail_type) for t in trace_ids]
         ids: list[str] = []
-        for trace_id in trace_ids:
-            entry = Envelope(trace_id, trace_id, 1, agent_class).entry(self.bus_name, detail_type=detail_type)
-            response = events.put_events(Entries=[entry])
-            ids.append(response["Entries"][0]["EventId"])
+        for request in batches(entries):
+            response = events.put_events(Entries=request)
+            refused = [entry.get("ErrorCode") for entry in response["Entries"] if "EventId" not in entry]
+            if refused:
+                raise FleetlabError(f"EventBridge refused {len(refused)} events ({refused[0]}); the others were "
+                                    "published", may_have_happened=True)
+            ids += [entry["EventId"] for entry in response["Entries"]]
         return ids
 
     def deliver(self, *, expected: int = 0, lost: Mapping[str, Iterable[str]] | None = None,
@@ -236,20 +241,34 @@ class ReplayBench:
         """Traces that took effect more than once at ``target``, with their counts."""
         return {trace: n for trace, n in self.effects(target).items() if n > 1}
 
-    def summary(self) -> Table:
-        """Per target: originals and replays received, effects taken, duplicate effects."""
+    def summary(self, deliveries: Sequence[Delivered] | None = None, *, title: str = "what each target received") -> Table:
+        """Per target: originals and replays received, and how many took effect or were suppressed.
+
+        Counts ``deliveries`` (one ``deliver`` round's) or, by default, every delivery so far.
+        """
+        chosen = self.deliveries if deliveries is None else deliveries
         rows = []
         for name, target in self.targets.items():
-            got = [d for d in self.deliveries if d.target == name]
+            got = [d for d in chosen if d.target == name]
             rows.append({
                 "target": name,
                 "dedupes on": target.dedupes_on or "nothing",
                 "originals": sum(1 for d in got if d.replay_name is None),
                 "replays": sum(1 for d in got if d.replay_name is not None),
-                "effects": sum(self.effects(name).values()),
-                "duplicate effects": sum(n - 1 for n in self.duplicates(name).values()),
+                "took effect": sum(1 for d in got if d.outcome == "effect"),
+                "suppressed": sum(1 for d in got if d.outcome == "suppressed"),
             })
-        return Table(rows, title="what each target received and did")
+        return Table(rows, title=title)
+
+    def set_pattern(self, target: str, pattern: Mapping[str, Any] | str) -> None:
+        """Change the pattern of ``target``'s rule (PutRule on the same name updates it)."""
+        if target not in self.targets:
+            raise InvalidInput("target", f"{target!r} is not on this bench", hint=f"known: {sorted(self.targets)}")
+        text = pattern if isinstance(pattern, str) else json.dumps(pattern)
+        self.backend.client("events").put_rule(Name=self._rule_name(target), EventBusName=self.bus_name, EventPattern=text)
+
+    def _rule_name(self, target: str) -> str:
+        return f"{self.prefix}{target}"
 
     def ids_of(self, trace_id: str, target: str) -> Table:
         """Every delivery of one trace to one target: event id, replay-name and outcome."""

@@ -52,8 +52,8 @@ from ...state.idempotency import Completed, IdempotencyStore
 from ...state.window import DuplicateSources
 from ..registry import Case, CaseOutcome, WrongAnswer, register
 
-STEPS = tuple(f"step-{n}" for n in range(1, 5))
-MISSED = ("step-3", "step-4")
+STEPS = tuple(f"step-{n}" for n in range(1, 4))
+MISSED = ("step-2", "step-3")
 
 
 def _as_bool(value: Any) -> bool | None:
