@@ -48,6 +48,55 @@ def as_pattern(pattern: Mapping[str, Any] | str) -> dict[str, Any]:
     return dict(pattern)
 
 
+_STRING_FILTERS = ("prefix", "suffix", "equals-ignore-case", "wildcard", "cidr")
+_FILTERS = (*_STRING_FILTERS, "exists", "numeric", "anything-but")
+
+
+def pattern_problems(pattern: Mapping[str, Any], path: str = "") -> list[str]:
+    """What AWS would refuse in ``pattern``'s syntax, in its words; empty when it is well formed.
+
+    Covers the rules a hand-written pattern breaks: every value to match is a
+    non-empty list (or a nested object), a content filter is one known
+    operator, ``exists`` takes a boolean, the text filters take a string.
+    Some emulators accept what AWS refuses: the fidelity table says which.
+    """
+    problems: list[str] = []
+    for key, value in pattern.items():
+        field = f"{path}.{key}" if path else str(key)
+        if key == "$or" and isinstance(value, list):
+            problems += [p for option in value for p in _option_problems(option, path)]
+        elif isinstance(value, Mapping):
+            problems += pattern_problems(value, field)
+        elif not isinstance(value, list):
+            problems.append(f"'{field}' must be an object or an array")
+        elif not value:
+            problems.append(f"'{field}': empty arrays are not allowed")
+        else:
+            problems += [p for item in value if isinstance(item, Mapping) for p in _filter_problems(field, item)]
+    return problems
+
+
+def _option_problems(option: Any, path: str) -> list[str]:
+    if not isinstance(option, Mapping):
+        return [f"each option of '$or' must be an object, got {json.dumps(option)}"]
+    return pattern_problems(option, path)
+
+
+def _filter_problems(field: str, condition: Mapping[str, Any]) -> list[str]:
+    if len(condition) != 1:
+        return [f"'{field}': only one key allowed in match expression, got {sorted(condition)}"]
+    (operator, value), = condition.items()
+    if operator not in _FILTERS:
+        return [f"'{field}': unrecognized match type {operator}"]
+    if operator == "exists" and not isinstance(value, bool):
+        return [f"'{field}': exists match pattern must be either true or false"]
+    if operator in _STRING_FILTERS and not isinstance(value, (str, Mapping)):
+        return [f"'{field}': {operator} match pattern must be a string"]
+    if operator == "numeric" and not isinstance(value, list):
+        return [f"'{field}': value of numeric must be an array"]
+    return []
+
+
 def excluding_replays(pattern: Mapping[str, Any] | str) -> dict[str, Any]:
     """``pattern`` that matches originals only: ``replay-name`` must not exist."""
     return _with_replay_name(pattern, NOT_A_REPLAY)

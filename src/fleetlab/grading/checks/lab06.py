@@ -219,8 +219,18 @@ _PATTERN_HINTS = (
      'every value to match sits in a list, even a single one: "source": ["fleet.coordinator"], '
      '"replay-name": [{"exists": false}]'),
     ("Invalid JSON", "the text is not JSON: pass a dict, or json.dumps(pattern)"),
-    ("Empty arrays", "a list of values to match must hold at least one value"),
+    ("mpty arrays", "a list of values to match must hold at least one value"),
+    ("exists match pattern", "exists takes the JSON boolean false (Python False), not a string"),
+    ("must be a string", 'the text filters take text: {"prefix": "fleet."}'),
+    ("match type", "a content filter is one operator: prefix, suffix, anything-but, numeric, exists, ..."),
+    ("only one key", "a content filter is one operator: prefix, suffix, anything-but, numeric, exists, ..."),
 )
+_GENERIC_HINT = ("compare it with the event-pattern syntax: a JSON object of field names, each with a list of "
+                 "values or content filters")
+
+
+def _hint(message: str) -> str:
+    return next((advice for fragment, advice in _PATTERN_HINTS if fragment in message), _GENERIC_HINT)
 
 
 def explain_pattern_error(error: Exception) -> str:
@@ -230,10 +240,13 @@ def explain_pattern_error(error: Exception) -> str:
         message = error.response.get("Error", {}).get("Message", str(error))
     else:
         code, message = type(error).__name__, str(error)
-    hint = next((advice for fragment, advice in _PATTERN_HINTS if fragment in message),
-                "compare it with the event-pattern syntax: a JSON object of field names, each with a list of "
-                "values or content filters")
-    return f"EventBridge refused the rule ({code}: {message}); {hint}"
+    return f"EventBridge refused the rule ({code}: {message}); {_hint(message)}"
+
+
+def explain_aws_refusal(problem: str, backend: str) -> str:
+    """A pattern this backend took and AWS would refuse, in a learner's words."""
+    return (f"{backend} took the rule, but AWS refuses this pattern (InvalidEventPatternException: {problem}); "
+            f"{_hint(problem)}")
 
 
 def _filters_of(pattern: Any, path: str = "") -> list[tuple[str, Any]]:
@@ -250,9 +263,6 @@ def _filters_of(pattern: Any, path: str = "") -> list[tuple[str, Any]]:
 def _pattern_advice(pattern: dict[str, Any]) -> str:
     """What the pattern's text says about a failure, beyond the counts."""
     for path, condition in _filters_of(pattern):
-        if "exists" in condition and not isinstance(condition["exists"], bool):
-            return (f' ({path} says "exists": {json.dumps(condition["exists"])}; exists takes the JSON boolean false '
-                    "(Python False), not a string: AWS refuses the string outright)")
         if path.endswith(replays.REPLAY_NAME) and path != replays.REPLAY_NAME:
             return (f" ({path}: replay-name is a top-level field of the event, beside source and detail-type, "
                     "not inside detail)")
@@ -270,15 +280,17 @@ def _run_traffic(pattern: dict[str, Any], case: Traffic, ctx: Any) -> tuple[Repl
     try:
         with ReplayBench.open(backend, ctx.fresh_prefix(), (BILLING_WEBHOOK,),
                               patterns={BILLING_WEBHOOK.name: pattern}) as bench:
+            problems = replays.pattern_problems(pattern)
+            if problems:
+                return None, explain_aws_refusal(problems[0], backend.name)
             published = backend.clock.now()
             try:
                 for agent_class, trace in _sent(case):
                     bench.publish([trace], agent_class=agent_class)
                 bench.publish([f"requested-{n}" for n in range(1, case.requested + 1)], detail_type=REQUESTED)
-            except Exception as error:  # an emulator that accepted a pattern AWS refuses can fail to match with it
-                return None, (f"EventBridge took the rule, then failed to match events against it "
-                              f"({type(error).__name__}: {error}); AWS refuses such a pattern when the rule is "
-                              "made: check each content filter's value (prefix takes text, exists takes true or false)")
+            except Exception as error:  # an emulator can take a pattern it then fails to match events with
+                return None, (f"{backend.name} took the rule, then failed to match events against it "
+                              f"({type(error).__name__}: {error}); {_GENERIC_HINT}")
             bench.deliver(expected=len(_sent(case)))
             for _ in range(case.replays):
                 bench.replay(since=published - 60)
@@ -295,8 +307,8 @@ def _judge_traffic(bench: ReplayBench, pattern: dict[str, Any], case: Traffic) -
     missing = [trace for _, trace in _sent(case) if trace not in originals]
     if missing:
         blocked = ", ".join(missing)
-        return CaseOutcome(False, f"the webhook never got {blocked}: your pattern blocks original completed steps "
-                                  f"too, so customers are not charged at all{advice}")
+        return CaseOutcome(False, f"the webhook never got {blocked}: your pattern blocks original completed steps, "
+                                  f"so their customers are never charged{advice}")
     requested = sorted({d.trace_id for d in got if d.detail_type == REQUESTED})
     if requested:
         return CaseOutcome(False, f"the webhook also got {len(requested)} {REQUESTED} events ({requested[0]}, ...): "
@@ -325,6 +337,8 @@ REFERENCE_PATTERN = {"source": [SOURCE], "detail-type": [COMPLETED], "replay-nam
         WrongAnswer("replay-name inside detail",
                     {**COMPLETED_STEPS, "detail": {"replay-name": [{"exists": False}]}}, "top-level"),
         WrongAnswer("exists as a string", {**COMPLETED_STEPS, "replay-name": [{"exists": "false"}]}, "not a string"),
+        WrongAnswer("a number where prefix takes text", {**REFERENCE_PATTERN, "source": [{"prefix": 3}]},
+                    "take text"),
         WrongAnswer("no detail-type", {"source": [SOURCE], "replay-name": [{"exists": False}]}, REQUESTED),
         WrongAnswer("values not in lists", {"source": SOURCE, "detail-type": COMPLETED,
                                             "replay-name": [{"exists": False}]}, "sits in a list"),
