@@ -81,6 +81,7 @@ def test_durations_read_exactly():
     assert duration(DAY) == "24 h"
     assert duration(3_575) == "59 min 35 s"
     assert duration(0) == "0 s"
+    assert duration(11 * DAY + 3_599) == "11 d 0 h 59 min 59 s"
 
 
 def test_the_window_covers_retries_retention_and_replay_end_to_end():

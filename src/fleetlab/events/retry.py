@@ -43,7 +43,7 @@ def _whole_number_in(field: str, value: Any, low: int, high: int) -> int:
 
 
 def duration(seconds: float) -> str:
-    """Exactly, in the units a person reads: ``4 d 1 h``, ``24 h``, ``59 min 35 s``, ``0 s``.
+    """Exactly, in the units a person reads: ``4 d 1 h``, ``11 d 0 h 59 min 59 s``, ``24 h``, ``0 s``.
 
     Days only from two days on: a day-long window reads ``24 h``.
     """
@@ -53,9 +53,12 @@ def duration(seconds: float) -> str:
         ("h", 3_600), ("min", 60), ("s", 1))
     for unit, size in units:
         count, left = divmod(left, size)
-        if count:
-            parts.append(f"{count} {unit}")
-    return " ".join(parts) or "0 s"
+        parts.append((count, unit))
+    while parts and not parts[-1][0]:
+        parts.pop()
+    while parts and not parts[0][0]:
+        parts.pop(0)
+    return " ".join(f"{count} {unit}" for count, unit in parts) or "0 s"
 
 
 @dataclass(frozen=True)

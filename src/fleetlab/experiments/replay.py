@@ -24,7 +24,7 @@ from typing import Any
 
 from ..aws.backends import Backend
 from ..aws.topology import _allow_eventbridge, experiment_queue, experiment_table
-from ..clock import Clock
+from ..clock import Clock, OffsetClock, library_clock
 from ..errors import FleetlabError, InvalidInput
 from ..events import replay as replays
 from ..events.envelope import COMPLETED, SOURCE, Envelope, batches
@@ -94,7 +94,7 @@ class ReplayBench:
     archive: replays.Archive
     targets: dict[str, Target]
     rules: dict[str, str]
-    store_clock: Clock
+    store_clock: Clock | OffsetClock
     ledger: EffectsLedger = field(default_factory=EffectsLedger)
     deliveries: list[Delivered] = field(default_factory=list)
     _workers: dict[str, QueueWorker] = field(default_factory=dict, repr=False)
@@ -112,13 +112,15 @@ class ReplayBench:
         bus: tuple[str, str] | None = None,
         patterns: Mapping[str, Mapping[str, Any] | str] | None = None,
         archive_pattern: Mapping[str, Any] | None = COMPLETED_STEPS,
-        store_clock: Clock | None = None,
+        store_clock: Clock | OffsetClock | None = None,
     ) -> Iterator[ReplayBench]:
         """Make the bench under ``prefix``; everything it made is deleted when the block ends.
 
         ``bus`` is (name, ARN) of a bus to use, else one is made. ``patterns``
         gives a target's rule its own pattern (default ``COMPLETED_STEPS``).
-        ``store_clock`` runs the targets' idempotency stores (default: the backend's).
+        ``store_clock`` runs the targets' idempotency stores (default: the
+        backend's clock where it is virtual, else an OffsetClock, so records
+        can age by days on a real-clock backend too).
         """
         chosen = list(targets)
         if len({t.name for t in chosen}) != len(chosen):
@@ -129,7 +131,8 @@ class ReplayBench:
             archive = replays.create_archive(events, bus_arn, f"{prefix}archive", pattern=archive_pattern)
             made.callback(events.delete_archive, ArchiveName=archive.name)
             table = made.enter_context(experiment_table(backend, prefix))
-            bench = cls(backend, prefix, bus_name, archive, {t.name: t for t in chosen}, {}, store_clock or backend.clock)
+            bench = cls(backend, prefix, bus_name, archive, {t.name: t for t in chosen}, {},
+                        store_clock or library_clock(backend.clock))
             for target in chosen:
                 pattern = (patterns or {}).get(target.name, COMPLETED_STEPS)
                 bench._add_target(target, pattern, table, made)
@@ -196,7 +199,7 @@ class ReplayBench:
         return ids
 
     def deliver(self, *, expected: int = 0, lost: Mapping[str, Iterable[str]] | None = None,
-                timeout: float = 20.0) -> list[Delivered]:
+                timeout: float = 5.0) -> list[Delivered]:
         """Run every target's consumer until the queues stay empty; what arrived this time.
 
         ``lost`` names, per target, traces it misses this time (it was down:

@@ -63,10 +63,10 @@ class DuplicateSources:
 
     def milestones(self) -> list[tuple[str, float]]:
         """When each holder lets go, in order: (what, seconds after the first run)."""
-        stages = [("bus retries end", self.retry_window),
-                  ("queue retention ends", self.retry_window + self.retention)]
+        stages = [("the end of the bus's retries", self.retry_window),
+                  ("the end of the queue's retention", self.retry_window + self.retention)]
         if self.replay_horizon:
-            stages.append(("a replay from the horizon is retained until", self.latest_duplicate))
+            stages.append(("the end of a replayed event's retries and retention", self.latest_duplicate))
         return stages
 
 
