@@ -7,12 +7,13 @@ LAB_PORT ?= 8888
 LAB_FLAGS ?=
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: venv lab test test-lib test-notebooks e2e bench parity-localstack clean help
+.PHONY: venv lab test test-lib test-notebooks browser e2e screenshots bench parity-localstack clean help
 
 help:
 	@echo "make lab    - install (once) and open JupyterLab on labs/ with the moto backend"
 	@echo "make test   - install (once) and run every test and every notebook"
 	@echo "make e2e    - install Chromium (Debian) and run the real-browser test"
+	@echo "make screenshots - run the browser test and save each lab's widget picture to docs/img/"
 	@echo "make bench  - run the benchmarks and save bench/results.json"
 	@echo "make parity-localstack - run the backend contract suite on a real LocalStack"
 
@@ -20,13 +21,15 @@ venv: $(STAMP)
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
-	  { echo "fleetlab needs Python >= 3.11; set PYTHON=python3.11 (or newer)"; exit 1; }
+	  { echo "fleetlab needs Python >= 3.11; set PYTHON=python3.11 (or newer) (docs/troubleshooting.md#python-too-old)"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[lab,test]'
 	touch $(STAMP)
 
 lab: venv
+	@$(BIN)/python -c 'import socket, sys; socket.create_server(("127.0.0.1", int(sys.argv[1])))' $(LAB_PORT) 2>/dev/null || \
+	  { echo "port $(LAB_PORT) is already in use (another JupyterLab? 'jupyter server list' shows it): open that one, stop it, or run 'make lab LAB_PORT=8890' (docs/troubleshooting.md#port-already-in-use)"; exit 1; }
 	FLEETLAB_BACKEND=moto $(BIN)/jupyter lab --notebook-dir=labs --ip=127.0.0.1 \
 	  --port=$(LAB_PORT) $(ROOT_FLAG) $(LAB_FLAGS)
 
@@ -40,9 +43,18 @@ test: venv
 	FLEETLAB_HOME=$(NBVAL_HOME) FLEETLAB_EXPECT_CHECKS=not-yet $(BIN)/python -m pytest -p no:cacheprovider \
 	  --nbval-lax labs --ignore=labs/solutions
 
-e2e: venv
-	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
-	$(BIN)/python -m pytest -m e2e tests/e2e
+# Debian's chromium drives JupyterLab in the browser tests (Playwright never downloads a browser).
+browser:
+	@command -v chromium >/dev/null || test -x /usr/bin/chromium || \
+	  { test "$$(id -u)" = 0 || { echo "Chromium is missing: run 'sudo apt-get install -y chromium'"; exit 1; }; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
+
+e2e: venv browser
+	$(BIN)/python -m pytest -p no:cacheprovider tests/e2e
+
+screenshots: venv browser
+	FLEETLAB_SCREENSHOTS=docs/img $(BIN)/python -m pytest -p no:cacheprovider tests/e2e -k main_widget_responds
+	@ls -l docs/img/*.png
 
 bench: venv
 	$(BIN)/fleetlab bench --out bench/results.json

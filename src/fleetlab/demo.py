@@ -13,7 +13,8 @@ from rich.progress import Progress
 from rich.table import Table
 
 from .agents.model import FakeModel
-from .aws.backends import open_backend
+from .aws.backends import chosen_backend, open_backend
+from .aws.cost import require_opt_in
 from .aws.topology import new_prefix, provision
 from .events.envelope import Envelope
 from .faults import Crash, CrashPoint, FaultPlan
@@ -33,8 +34,11 @@ def run(
 
     Returns 0 when every step took effect exactly once and every execution
     succeeded, else 1. Raises what ``open_backend`` raises for a backend that
-    cannot be opened (nothing was made).
+    cannot be opened (nothing was made). On ``aws`` the demo's cost estimate is
+    printed first (or raised with the refusal, without the opt-in).
     """
+    if chosen_backend(backend) == "aws":
+        require_opt_in("demo", say=lambda text: console.print(text, markup=False, highlight=False))
     opened = open_backend(backend)
     if "account" in opened.details:
         console.print(f"real AWS account {opened.details['account']}: every name starts with fl-demo-")

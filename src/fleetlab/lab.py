@@ -14,7 +14,8 @@ import atexit
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .aws.backends import Backend, open_backend
+from .aws.backends import Backend, chosen_backend, open_backend
+from .aws.cost import require_opt_in
 from .faults import FaultPlan
 from .agents.model import FakeModel
 from .pipeline import Fleet
@@ -66,8 +67,15 @@ def start(
     faults: FaultPlan | None = None,
     quiet: bool = False,
 ) -> Lab:
-    """Open the backend, provision the lab's topology and fleet, print the banner."""
+    """Open the backend, provision the lab's topology and fleet, print the banner.
+
+    On ``aws`` the lab's cost estimate is printed first, and without
+    ``FLEETLAB_ALLOW_REAL_AWS=1`` RealAwsRefused (carrying the estimate) is
+    raised before anything is opened or made.
+    """
     global _current
+    if chosen_backend(backend) == "aws":
+        require_opt_in(lab_id)
     if _current is not None:
         _current.close()
     _close_lazy_backend()

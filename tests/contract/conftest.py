@@ -2,6 +2,9 @@
 
 Backends come from ``FLEETLAB_CONTRACT_BACKENDS`` (comma-separated; default
 ``moto,moto-server``). ``make parity-localstack`` sets it to ``localstack``.
+``aws`` runs it on a real account behind the same opt-in as the labs: the run
+prints the suite's cost estimate first, and without ``FLEETLAB_ALLOW_REAL_AWS=1``
+(or without credentials) it stops there with the reason, before any test runs.
 One backend is open at a time: the fixture is module-scoped and pytest
 finishes one parameter before opening the next.
 """
@@ -11,6 +14,8 @@ import os
 import pytest
 
 from fleetlab.aws.backends import open_backend
+from fleetlab.aws.cost import require_opt_in
+from fleetlab.errors import FleetlabError
 from fleetlab.aws.topology import AgentClass, TopologySpec, new_prefix, provision
 
 CONTRACT_BACKENDS = [
@@ -20,9 +25,25 @@ CONTRACT_BACKENDS = [
 
 @pytest.fixture(scope="module", params=CONTRACT_BACKENDS)
 def backend(request):
-    opened = open_backend(request.param)
+    opened = _open_real_aws(request.config) if request.param == "aws" else open_backend(request.param)
     yield opened
     opened.close()
+
+
+def _open_real_aws(config):
+    """Print the suite's estimate and open ``aws``; stop the whole run (exit 2) when that is refused."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    capture = config.pluginmanager.get_plugin("capturemanager")
+
+    def show(text):
+        with capture.global_and_fixture_disabled():
+            reporter.write_line("\n" + text)
+
+    try:
+        require_opt_in("contract", say=show)
+        return open_backend("aws")
+    except FleetlabError as exc:
+        pytest.exit(f"the backend contract suite on aws: {exc}", returncode=2)
 
 
 @pytest.fixture

@@ -9,8 +9,8 @@ into the venv or the home directory and no personal setting changes what it sees
   every cell attached to the DOM);
 - ``--LabApp.user_settings_dir`` and ``--LabApp.workspaces_dir`` start empty (user
   settings would beat the overrides; a saved workspace would reopen old tabs);
-- ``JUPYTER_CONFIG_DIR``, ``JUPYTER_DATA_DIR``, ``JUPYTER_RUNTIME_DIR`` and
-  ``IPYTHONDIR`` are temporary too.
+- ``JUPYTER_CONFIG_DIR``, ``JUPYTER_DATA_DIR``, ``JUPYTER_RUNTIME_DIR``,
+  ``IPYTHONDIR`` and ``FLEETLAB_HOME`` (progress, fidelity cache) are temporary too.
 
 The server's root is a temporary folder holding a copy of ``tests/e2e/fixtures/`` and a
 symlink ``labs`` to the repository's ``labs/``: the fixture is never edited in place
@@ -52,11 +52,10 @@ CHROMIUM_FLAGS = [
     "--no-first-run",
     "--disable-quic",
 ]
-VIEWPORT = {"width": 1280, "height": 900}
 # Requests to the local server never go through an http_proxy from the environment.
 LOOPBACK = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 CHROMIUM_MISSING = (
-    "Chromium not installed: run `make e2e` (installs Debian's chromium) or apt-get install chromium"
+    "Chromium not installed: run `make browser` (installs Debian's chromium) or apt-get install chromium"
 )
 
 
@@ -68,13 +67,23 @@ def find_chromium() -> str | None:
     return "/usr/bin/chromium" if Path("/usr/bin/chromium").is_file() else None
 
 
+def browser_required() -> bool:
+    """True in CI (``CI`` set and not false): there a missing Chromium fails the browser tests."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Skip every test in this folder, with the reason, when Chromium is missing."""
-    if find_chromium() is not None:
+    """Skip the tests that need the browser or the server, with the reason, when Chromium is missing.
+
+    In CI they are not skipped: the ``browser`` fixture fails them instead, so a
+    CI machine without Chromium cannot pass by running no browser test.
+    """
+    if find_chromium() is not None or browser_required():
         return
     skip = pytest.mark.skip(reason=CHROMIUM_MISSING)
     for item in items:
-        if E2E_DIR in Path(item.path).parents:
+        needs_browser = {"browser", "lab_server"} & set(getattr(item, "fixturenames", ()))
+        if E2E_DIR in Path(item.path).parents and needs_browser:
             item.add_marker(skip)
 
 
@@ -132,7 +141,7 @@ def _make_jupyter_dirs(tmp: Path) -> dict[str, Path]:
     """Temporary Jupyter directories; app settings carry the test's overrides.json."""
     dirs = {
         name: tmp / name
-        for name in ("app_settings", "user_settings", "workspaces", "config", "data", "runtime", "ipython")
+        for name in ("app_settings", "user_settings", "workspaces", "config", "data", "runtime", "ipython", "fleetlab")
     }
     for path in dirs.values():
         path.mkdir()
@@ -160,10 +169,11 @@ def _server_command(root: Path, dirs: dict[str, Path], token: str) -> list[str]:
 
 
 def _server_env(dirs: dict[str, Path]) -> dict[str, str]:
-    """The server's (and so the kernels') environment: moto backend, private Jupyter dirs."""
-    env = dict(os.environ)
+    """The server's (and so the kernels') environment: moto backend, private Jupyter and fleetlab dirs."""
+    env = {key: value for key, value in os.environ.items() if key != "FLEETLAB_ALLOW_REAL_AWS"}
     env.update(
         FLEETLAB_BACKEND="moto",
+        FLEETLAB_HOME=str(dirs["fleetlab"]),
         JUPYTER_CONFIG_DIR=str(dirs["config"]),
         JUPYTER_DATA_DIR=str(dirs["data"]),
         JUPYTER_RUNTIME_DIR=str(dirs["runtime"]),
@@ -262,21 +272,11 @@ def browser() -> Iterator[object]:
 
     executable = find_chromium()
     if executable is None:
-        pytest.skip(CHROMIUM_MISSING)
+        pytest.fail(f"CI is set and {CHROMIUM_MISSING}", pytrace=False)
     with sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_FLAGS, headless=True)
         yield launched
         launched.close()
-
-
-@pytest.fixture
-def page(browser, lab_server: LabServer) -> Iterator[object]:
-    """A fresh browser page; afterwards the page closes and its kernels are shut down."""
-    context = browser.new_context(viewport=dict(VIEWPORT))
-    opened = context.new_page()
-    yield opened
-    context.close()
-    lab_server.delete_sessions()
 
 
 @pytest.fixture(scope="session")

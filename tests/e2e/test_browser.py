@@ -1,41 +1,49 @@
-"""JupyterLab in a real browser: run every cell of a notebook, then turn a widget knob.
+"""JupyterLab in a real browser: every lab runs top to bottom, and its main widget responds.
 
-Each test opens a notebook with ``?reset`` (no restored workspace), runs it through the
-Run menu's "Run All Cells", waits (bounded) until every code cell shows an execution
-count and the kernel is idle, checks that no output shows a traceback, and saves a
-screenshot under ``artifacts/e2e/``. Targets: the fixture
-``tests/e2e/fixtures/slider_demo.ipynb`` always, and ``labs/00_orientation.ipynb`` as
-soon as it exists. Without Chromium, conftest.py skips these tests with the reason.
+Targets: every student notebook in ``labs/`` (a new lab joins by being there) and the
+fixture ``tests/e2e/fixtures/slider_demo.ipynb``. Each notebook is opened once, with
+``?reset`` (no restored workspace), and run through the Run menu's "Run All Cells";
+the test waits (bounded) until every code cell shows an execution count and the
+kernel is idle, and fails on any output that shows a traceback. Then it moves the
+control of the notebook's main widget, as the cell's metadata declares it
+(``main_widget.py``, ``README.md``), and after each move waits for the watched part
+to change, with no error. With ``FLEETLAB_SCREENSHOTS=<folder>`` it saves a small
+picture of each lab's main widget there (``make screenshots``).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Locator, Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
+from main_widget import DeclarationError, MainWidget, declared_main_widget
+
 pytestmark = pytest.mark.e2e
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LOAD_TIMEOUT_MS = 120_000
-RUN_TIMEOUT_MS = 120_000
+RUN_TIMEOUT_MS = 240_000
 WIDGET_TIMEOUT_MS = 30_000
-SLIDER_PRESSES = 3
-MAX_SCREENSHOT_HEIGHT = 8_000
 FIXTURE = "fixtures/slider_demo.ipynb"
 KERNEL_IDLE = re.compile(r"^(?!No Kernel).+ \| Idle$")
+SCREENSHOTS_ENV = "FLEETLAB_SCREENSHOTS"
+PICTURE_WIDTH = 720  # pixels; README pictures stay a few tens of KiB
+PICTURE_COLOURS = 64
 
 
 def target_notebooks() -> dict[str, Path]:
-    """Notebook path under the server root -> its file: the fixture, and lab 00 if present."""
+    """Notebook path under the server root -> its file: the fixture, then every lab."""
     notebooks = {FIXTURE: REPO_ROOT / "tests/e2e" / FIXTURE}
-    orientation = REPO_ROOT / "labs/00_orientation.ipynb"
-    if orientation.exists():
-        notebooks["labs/00_orientation.ipynb"] = orientation
+    for path in sorted((REPO_ROOT / "labs").glob("*.ipynb")):
+        notebooks[f"labs/{path.name}"] = path
     return notebooks
 
 
@@ -67,8 +75,19 @@ RUN_FINISHED_JS = """
 }
 """ % ERROR_TEXTS_JS.strip()
 
-# JS: what a widget output shows: its text and the sources of its images.
-OUTPUT_SIGNATURE_JS = "el => el.textContent + '|' + [...el.querySelectorAll('img')].map(i => i.src).join('|')"
+# JS: what a widget part shows: its text and the sources of its images.
+SIGNATURE_JS = "el => el.textContent + '|' + [...el.querySelectorAll('img')].map(i => i.src).join('|')"
+
+
+@dataclass
+class RanNotebook:
+    """A notebook after Run All in its own page; ``problem`` says what went wrong, if anything."""
+
+    name: str
+    path: Path
+    page: Page
+    panel: Locator
+    problem: str | None
 
 
 def code_cell_count(path: Path) -> int:
@@ -115,51 +134,35 @@ def unnumbered_prompts(panel: Locator) -> list[str]:
     return missing
 
 
-def open_and_run(page: Page, lab_server, notebook: str, artifacts_dir: Path) -> Locator:
-    """Open a notebook and run all cells; fail with the error text if a cell failed."""
-    panel = open_notebook(page, lab_server, notebook)
+def run_to_the_end(page: Page, panel: Locator, notebook: str, artifacts_dir: Path) -> str | None:
+    """Run all cells; None when every cell ran with no error output, else what went wrong."""
     run_all_cells(page)
     try:
         page.wait_for_function(RUN_FINISHED_JS, timeout=RUN_TIMEOUT_MS)
     except PlaywrightTimeoutError:
         page.screenshot(path=str(artifacts_dir / f"{Path(notebook).stem}-timeout.png"))
-        pytest.fail(f"{notebook}: Run All not finished in {RUN_TIMEOUT_MS // 1000} s; "
-                    f"prompts without a count: {unnumbered_prompts(panel)}; kernel: "
-                    f"{kernel_status(page).text_content()!r}")
+        return (f"Run All not finished in {RUN_TIMEOUT_MS // 1000} s; prompts without a count: "
+                f"{unnumbered_prompts(panel)}; kernel: {kernel_status(page).text_content()!r}")
     errors = error_texts(page)
-    assert not errors, f"{notebook}: {len(errors)} output(s) show an error:\n\n" + "\n\n".join(errors)
+    if errors:
+        return f"{len(errors)} output(s) show an error:\n\n" + "\n\n".join(errors)
     missing = unnumbered_prompts(panel)
-    assert not missing, f"{notebook}: cells that did not run: {missing}"
-    return panel
+    return f"cells that did not run: {missing}" if missing else None
 
 
-def save_screenshot(page: Page, panel: Locator, path: Path) -> None:
-    """Grow the window to the notebook's height (bounded), then take a full-page screenshot."""
-    scroller = panel.locator(".jp-WindowedPanel-outer").first
-    hidden = scroller.evaluate("el => el.scrollHeight - el.clientHeight")
-    size = page.viewport_size
-    height = min(size["height"] + hidden + 40, MAX_SCREENSHOT_HEIGHT)
-    page.set_viewport_size({"width": size["width"], "height": height})
-    page.wait_for_function(
-        "([el, height]) => window.innerHeight === height && "
-        "(el.scrollHeight <= el.clientHeight + 1 || height === %d)" % MAX_SCREENSHOT_HEIGHT,
-        arg=[scroller.element_handle(), height],
-        timeout=WIDGET_TIMEOUT_MS,
-    )
-    page.screenshot(path=str(path), full_page=True)
-
-
-@pytest.fixture(params=sorted(NOTEBOOKS), ids=lambda notebook: Path(notebook).stem)
-def notebook(request: pytest.FixtureRequest) -> str:
-    """A target notebook's path under the server root."""
-    return request.param
-
-
-def setting_default(lab_server, plugin: str, key: str) -> object:
-    """A setting's default as the server serves it: the schema's, after overrides.json."""
-    served = lab_server.lab_api("GET", f"settings/{plugin}")
-    assert key not in served["settings"], f"{plugin}: user settings set {key}"
-    return served["schema"]["properties"][key]["default"]
+@pytest.fixture(scope="module", params=sorted(NOTEBOOKS), ids=lambda notebook: Path(notebook).stem)
+def ran(request: pytest.FixtureRequest, browser, lab_server, artifacts_dir: Path) -> Iterator[RanNotebook]:
+    """A target notebook opened and run once in its own page; its kernels are shut down after."""
+    notebook = request.param
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        page = context.new_page()
+        panel = open_notebook(page, lab_server, notebook)
+        problem = run_to_the_end(page, panel, notebook, artifacts_dir)
+        yield RanNotebook(notebook, NOTEBOOKS[notebook], page, panel, problem)
+    finally:
+        context.close()
+        lab_server.delete_sessions()
 
 
 def test_lab_settings_overrides_apply(lab_server) -> None:
@@ -170,57 +173,122 @@ def test_lab_settings_overrides_apply(lab_server) -> None:
     assert setting_default(lab_server, notification, "checkForUpdates") is False
 
 
-def test_run_all_cells_without_errors(page: Page, lab_server, notebook: str, artifacts_dir: Path) -> None:
+def setting_default(lab_server, plugin: str, key: str) -> object:
+    """A setting's default as the server serves it: the schema's, after overrides.json."""
+    served = lab_server.lab_api("GET", f"settings/{plugin}")
+    assert key not in served["settings"], f"{plugin}: user settings set {key}"
+    return served["schema"]["properties"][key]["default"]
+
+
+def test_runs_top_to_bottom(ran: RanNotebook) -> None:
     """Run All executes every code cell with no traceback and leaves the kernel idle."""
-    panel = open_and_run(page, lab_server, notebook, artifacts_dir)
-    expect(panel.locator(".jp-Notebook-ExecutionIndicator")).to_have_attribute("data-status", "idle")
-    save_screenshot(page, panel, artifacts_dir / f"{Path(notebook).stem}.png")
+    if ran.problem is not None:
+        pytest.fail(f"{ran.name}: {ran.problem}", pytrace=False)
+    expect(ran.panel.locator(".jp-Notebook-ExecutionIndicator")).to_have_attribute("data-status", "idle")
 
 
-def slider_value(handle: Locator, attribute: str = "aria-valuenow") -> float:
-    """A noUiSlider handle's value (or bound: aria-valuemin / aria-valuemax)."""
-    return float(handle.get_attribute(attribute))
+def test_main_widget_responds(ran: RanNotebook, artifacts_dir: Path) -> None:
+    """Each move of the declared control changes the watched part of the main widget, with no error."""
+    if ran.problem is not None:
+        pytest.fail(f"{ran.name} did not run top to bottom, so its widget cannot be tried: {ran.problem}")
+    try:
+        declared = declared_main_widget(ran.path)
+    except DeclarationError as exc:
+        pytest.fail(str(exc))
+    cell = ran.panel.locator(".jp-CodeCell").nth(declared.cell_index)
+    control = find_control(cell, declared)
+    watched = cell.locator(declared.watch_selector).first
+    expect(control).to_be_visible(timeout=WIDGET_TIMEOUT_MS)
+    expect(watched).not_to_be_empty(timeout=WIDGET_TIMEOUT_MS)
+
+    for move in range(1, declared.moves + 1):
+        before = watched.evaluate(SIGNATURE_JS)
+        how = MOVES[declared.control](ran.page, control)
+        try:
+            ran.page.wait_for_function(
+                f"([el, before]) => ({SIGNATURE_JS})(el) !== before",
+                arg=[watched.element_handle(), before],
+                timeout=WIDGET_TIMEOUT_MS,
+            )
+        except PlaywrightTimeoutError:
+            pytest.fail(f"{ran.name}: move {move} ({how}) left the {declared.watch} unchanged: {before[:300]!r}")
+        expect(kernel_status(ran.page)).to_have_text(KERNEL_IDLE, timeout=WIDGET_TIMEOUT_MS)
+        errors = error_texts(ran.page)
+        assert not errors, f"{ran.name}: after move {move} ({how}): " + "\n\n".join(errors)
+        if declared.expect:
+            expect(watched).to_contain_text(re.compile(declared.expect, re.MULTILINE), timeout=WIDGET_TIMEOUT_MS)
+
+    if ran.name == FIXTURE:  # the fixture's slider starts at 5 (max 10): three moves right
+        expect(control).to_have_attribute("aria-valuenow", re.compile(r"^8(\.0+)?$"))
+        expect(watched).to_have_text("n=8 square=64")
+    save_picture(cell, ran.name, artifacts_dir)
 
 
-def press_and_wait(page: Page, handle: Locator, output: Locator) -> None:
-    """Move the slider one step (right, or left at its maximum); wait for a changed
-    value, a changed output and an idle kernel; fail on any error output."""
-    value = slider_value(handle)
-    key = "ArrowRight" if value < slider_value(handle, "aria-valuemax") else "ArrowLeft"
-    before = output.evaluate(OUTPUT_SIGNATURE_JS)
+def find_control(cell: Locator, declared: MainWidget) -> Locator:
+    """The element to act on: inside the first widget of the declared kind (with the label, if given)."""
+    widget_selector, target = declared.control_selectors
+    widgets = cell.locator(widget_selector)
+    if declared.label is not None:
+        widgets = widgets.filter(has_text=declared.label)
+    return widgets.first.locator(target).first
+
+
+def move_slider(page: Page, handle: Locator) -> str:
+    """One arrow key on a noUiSlider handle (right, or left at its maximum); waits for the new value."""
+    value = float(handle.get_attribute("aria-valuenow"))
+    key = "ArrowRight" if value < float(handle.get_attribute("aria-valuemax")) else "ArrowLeft"
+    handle.focus()
     handle.press(key)
     page.wait_for_function(
         "([el, value]) => parseFloat(el.getAttribute('aria-valuenow')) !== value",
         arg=[handle.element_handle(), value],
         timeout=WIDGET_TIMEOUT_MS,
     )
-    try:
-        page.wait_for_function(
-            f"([el, before]) => ({OUTPUT_SIGNATURE_JS})(el) !== before",
-            arg=[output.element_handle(), before],
-            timeout=WIDGET_TIMEOUT_MS,
-        )
-    except PlaywrightTimeoutError:
-        pytest.fail(f"{key}: the slider left {value} but its output stayed {before!r}")
-    expect(kernel_status(page)).to_have_text(KERNEL_IDLE, timeout=WIDGET_TIMEOUT_MS)
-    errors = error_texts(page)
-    assert not errors, f"slider at {slider_value(handle)}: " + "\n\n".join(errors)
+    return f"{key} from {value:g}"
 
 
-def test_slider_changes_its_output(page: Page, lab_server, notebook: str, artifacts_dir: Path) -> None:
-    """Each arrow key on the first slider moves its value and changes the output in its cell."""
-    panel = open_and_run(page, lab_server, notebook, artifacts_dir)
-    cell = panel.locator(".jp-CodeCell").filter(has=page.locator(".widget-slider")).first
-    handle = cell.locator(".widget-slider .noUi-handle").first
-    output = cell.locator(".widget-output").first
-    expect(handle).to_be_visible(timeout=WIDGET_TIMEOUT_MS)
-    expect(output).not_to_be_empty(timeout=WIDGET_TIMEOUT_MS)
+def move_dropdown(page: Page, select: Locator) -> str:
+    """Choose the next option of a dropdown (the first after the last)."""
+    options = select.locator("option").all_text_contents()
+    index = select.evaluate("el => el.selectedIndex")
+    chosen = (index + 1) % len(options)
+    select.select_option(index=chosen)
+    return f"option {options[chosen]!r}"
 
-    handle.focus()
-    for _ in range(SLIDER_PRESSES):
-        press_and_wait(page, handle, output)
 
-    if notebook == FIXTURE:  # 5 + 3 steps to the right, max 10
-        expect(handle).to_have_attribute("aria-valuenow", re.compile(r"^8(\.0+)?$"))
-        expect(output).to_have_text("n=8 square=64")
-    save_screenshot(page, panel, artifacts_dir / f"{Path(notebook).stem}-slider.png")
+def click_button(page: Page, button: Locator) -> str:
+    """Click a button."""
+    button.click()
+    return f"click on {button.text_content()!r}"
+
+
+MOVES = {"slider": move_slider, "dropdown": move_dropdown, "button": click_button}
+
+
+def save_picture(cell: Locator, notebook: str, artifacts_dir: Path) -> None:
+    """A small PNG of the main widget's outputs: in artifacts/e2e/, and in $FLEETLAB_SCREENSHOTS for labs."""
+    raw = artifacts_dir / f"{Path(notebook).stem}-widget.png"
+    cell.locator(".jp-OutputArea-output").first.screenshot(path=str(raw))
+    folder = os.environ.get(SCREENSHOTS_ENV)
+    if folder and notebook.startswith("labs/"):
+        shrink_png(raw, REPO_ROOT / folder / f"{Path(notebook).stem}.png")
+
+
+def shrink_png(source: Path, target: Path) -> None:
+    """``source`` cropped to its content, scaled to PICTURE_WIDTH pixels wide at most, with a
+    small palette, into ``target``."""
+    from PIL import Image, ImageChops
+
+    with Image.open(source) as picture:
+        picture = picture.convert("RGB")
+        background = Image.new("RGB", picture.size, picture.getpixel((picture.width - 1, picture.height - 1)))
+        content = ImageChops.difference(picture, background).getbbox()
+        if content is not None:
+            left, top, right, bottom = content
+            picture = picture.crop((max(left - 8, 0), max(top - 8, 0),
+                                    min(right + 8, picture.width), min(bottom + 8, picture.height)))
+        if picture.width > PICTURE_WIDTH:
+            height = round(picture.height * PICTURE_WIDTH / picture.width)
+            picture = picture.resize((PICTURE_WIDTH, height), Image.Resampling.LANCZOS)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        picture.quantize(colors=PICTURE_COLOURS).save(target, optimize=True)

@@ -106,7 +106,7 @@ def open_backend(name: str | None = None) -> Backend:
     Raises ConfigError for an unknown name, RealAwsRefused for ``aws``
     without the opt-in, BackendUnavailable when an emulator cannot be reached.
     """
-    chosen = (name or os.environ.get("FLEETLAB_BACKEND") or "moto").strip().lower()
+    chosen = chosen_backend(name)
     openers = {
         "moto": _open_moto,
         "moto-server": _open_moto_server,
@@ -118,6 +118,28 @@ def open_backend(name: str | None = None) -> Backend:
             f"FLEETLAB_BACKEND={chosen!r} is not a backend; choose one of {', '.join(BACKEND_NAMES)}"
         )
     return openers[chosen]()
+
+
+def chosen_backend(name: str | None = None) -> str:
+    """The backend ``open_backend(name)`` would open: ``name``, or ``$FLEETLAB_BACKEND``, or ``moto``."""
+    return (name or os.environ.get("FLEETLAB_BACKEND") or "moto").strip().lower()
+
+
+REAL_AWS_OPT_IN = "FLEETLAB_ALLOW_REAL_AWS"
+
+
+def real_aws_allowed() -> bool:
+    """True when the learner opted in to real AWS (``FLEETLAB_ALLOW_REAL_AWS=1``)."""
+    return os.environ.get(REAL_AWS_OPT_IN) == "1"
+
+
+def real_aws_refused(before: str = "") -> RealAwsRefused:
+    """The refusal to use real AWS without the opt-in; ``before`` (e.g. a cost estimate) opens the message."""
+    refusal = (
+        "FLEETLAB_BACKEND=aws creates billable resources in a real AWS account. "
+        f"Set {REAL_AWS_OPT_IN}=1 to opt in, or unset FLEETLAB_BACKEND to use moto."
+    )
+    return RealAwsRefused(f"{before}\n{refusal}" if before else refusal)
 
 
 def _retry_config(retries: int = 4) -> botocore.config.Config:
@@ -205,7 +227,8 @@ def _open_localstack() -> Backend:
     _require_reachable(
         f"{endpoint}/_localstack/health",
         "LocalStack",
-        "start it with ../shared/tools/localstack-host/start.sh (no Docker) or `docker compose up localstack`",
+        "start it with ../shared/tools/localstack-host/start.sh (no Docker) or `docker compose up localstack` "
+        "(current images stop at once without LOCALSTACK_AUTH_TOKEN); see docs/troubleshooting.md#localstack-not-reachable-or-asking-for-a-token",
     )
     apart = {
         service: os.environ[variable].rstrip("/")
@@ -238,11 +261,8 @@ def _open_localstack() -> Backend:
 
 
 def _open_aws() -> Backend:
-    if os.environ.get("FLEETLAB_ALLOW_REAL_AWS") != "1":
-        raise RealAwsRefused(
-            "FLEETLAB_BACKEND=aws creates billable resources in a real AWS account. "
-            "Set FLEETLAB_ALLOW_REAL_AWS=1 to opt in, or unset FLEETLAB_BACKEND to use moto."
-        )
+    if not real_aws_allowed():
+        raise real_aws_refused()
     session = boto3.Session()
     region = session.region_name or DEFAULT_REGION
     backend = Backend(

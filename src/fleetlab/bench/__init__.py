@@ -12,7 +12,8 @@ its details; they compose in ``run`` and each can be called alone:
 ``overhead``        one step through the library vs the same boto3 calls raw,
                     side by side in alternating blocks
 ``clock``           simulated seconds per wall second of a one-worker fleet
-                    slice with realistic step latency (virtual clock)
+                    slice with realistic step latency (virtual clock), and
+                    the wall time of a simulated fleet day
 ``demo``            wall time of ``fleetlab demo`` per backend
 ``labs``            headless run time of every lab notebook (nbclient)
 ``grade``           ``fleetlab grade`` throughput over the solution notebooks
@@ -20,8 +21,9 @@ its details; they compose in ``run`` and each can be called alone:
 
 measure → report:
 
-* ``throughput``: the message loop's throughput, the virtual clock's ratio
-  (and the fleet day, reported, not faked) and the demo's wall time.
+* ``throughput``: the message loop's throughput, the virtual clock's ratio,
+  the simulated fleet day (the time-stepped model of ``fleetlab.scaling``)
+  and the demo's wall time.
 * ``overhead``: the library vs raw boto3, side by side, with the botocore
   call counter and the raw step.
 * ``notebooks``: lab run times (nbclient, with its cell timer) and grading

@@ -3,7 +3,8 @@
 Each subcommand lives in its own module here and registers itself with
 ``add_command(subparsers)``, setting ``run(args, console) -> exit code``.
 Flags are validated by argparse (exit 2, the flag named); a FleetlabError
-becomes one line on stderr and exit 2. Output goes to stdout.
+becomes one line on stderr and exit 2. Output goes to stdout, at the width
+``output.stdout_console`` chooses (tables never wrap outside a terminal).
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ import argparse
 from collections.abc import Sequence
 
 from rich.console import Console
+from rich.markup import escape
 
 from ..errors import FleetlabError
-from . import bench, doctor, grading
+from . import bench, capacity, cost, doctor, grading, keda_size
+from .output import stdout_console
 from . import demo as demo_command
 
 
@@ -23,9 +26,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.run(args, Console()) or 0)
+        return int(args.run(args, stdout_console()) or 0)
     except FleetlabError as exc:
-        Console(stderr=True, soft_wrap=True).print(f"[bold red]fleetlab {args.command}:[/] {exc}", highlight=False)
+        Console(stderr=True, soft_wrap=True).print(f"[bold red]fleetlab {args.command}:[/] {escape(str(exc))}", highlight=False)
         return 2
 
 
@@ -37,4 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo_command.add_command(commands)
     grading.add_commands(commands)
     bench.add_command(commands)
+    cost.add_command(commands)
+    keda_size.add_command(commands)
+    capacity.add_command(commands)
     return parser

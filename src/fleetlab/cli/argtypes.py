@@ -25,6 +25,17 @@ def positive_int(text: str) -> int:
     return value
 
 
+def positive_number(text: str) -> float:
+    """A number > 0 (decimals allowed)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return value
+
+
 def choice_list(allowed: Sequence[str], what: str) -> Callable[[str], tuple[str, ...]]:
     """A comma-separated list drawn from ``allowed`` (duplicates dropped, order kept)."""
 

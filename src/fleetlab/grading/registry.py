@@ -129,7 +129,8 @@ def get_check(check_id: str) -> Check:
         _import_lab(lab)
     if check_id not in _CHECKS:
         known = ", ".join(sorted(c for c in _CHECKS if c.startswith(f"{lab}."))) or "none"
-        raise InvalidInput("check_id", f"there is no check named {check_id!r}", hint=f"checks of lab {lab}: {known}")
+        raise InvalidInput("check_id", f"there is no check named {check_id!r}", hint=f"checks of lab {lab}: {known}; a notebook older than the library may name an old one: "
+                           "see docs/troubleshooting.md#stale-student-notebook")
     return _CHECKS[check_id]
 
 

@@ -1,18 +1,26 @@
-"""What a notebook shows: tables (``tables``), matplotlib figures (``plots``) and ipywidgets
-controls (``widgets``). Importing this package stays light: matplotlib and ipywidgets load
-when a figure or a widget is first made."""
+"""What a notebook shows: tables (``tables``), matplotlib figures (``plots``, ``scaling_plots``,
+``replay_plots``) and ipywidgets controls (``widgets``, ``scaling_widgets``, ``replay_widgets``).
+Importing this package stays light: matplotlib and ipywidgets load when a figure or a widget is
+first made."""
 
-from .plots import outage_posture, step_times_vs_visibility, trace_waterfall, visibility_timeline, window_timeline
+from .plots import step_times_vs_visibility, trace_waterfall, visibility_timeline
+from .replay_plots import outage_posture, window_timeline
+from .replay_widgets import outage_explorer, outage_table
+from .scaling_plots import fleet_timeline, tradeoff_curve
+from .scaling_widgets import tradeoff_explorer
 from .tables import Table
-from .widgets import outage_explorer, outage_table, visibility_explorer
+from .widgets import visibility_explorer
 
 __all__ = [
     "Table",
+    "fleet_timeline",
     "outage_explorer",
     "outage_posture",
     "outage_table",
     "step_times_vs_visibility",
     "trace_waterfall",
+    "tradeoff_curve",
+    "tradeoff_explorer",
     "visibility_explorer",
     "visibility_timeline",
     "window_timeline",

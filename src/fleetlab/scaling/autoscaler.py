@@ -1,0 +1,97 @@
+"""KEDA and the HPA on one timeline: who acts when, on which reading, with what result.
+
+KEDA polls every ``pollingInterval`` seconds and the HPA syncs every
+``sync_period`` seconds, both from the moment the ScaledObject is created.
+Each reads the queue itself (the HPA through KEDA's metrics server, which
+asks SQS again unless the trigger sets ``useCachedMetrics``, in which case
+it gets KEDA's last polled value). When both fall due at the same instant
+KEDA goes first. Replica counts change at once: a pod counts from the moment
+it is requested (pod start-up, if any, is the fleet's business).
+
+The same ``Autoscaler`` drives the time-stepped simulator (which reads its
+own counts), the small real loop (which reads a real queue) and
+``fleetlab keda-size`` (which reads a constant).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .hpa import Hpa, HpaDecision, HpaSettings
+from .keda import KedaDecision, KedaOperator
+from .manifest import ScaledObject
+from .scaler import QueueAttributes, queue_length
+
+Decision = KedaDecision | HpaDecision
+
+
+@dataclass
+class Autoscaler:
+    """KEDA plus its HPA for one ScaledObject, starting at ``start`` with ``replicas`` pods.
+
+    ``advance(now, read)`` runs every poll and sync due at or before
+    ``now``, each on a fresh ``read()`` of the queue, and returns their
+    decisions in order; ``replicas`` is the count they leave.
+    """
+
+    scaled: ScaledObject
+    settings: HpaSettings = field(default_factory=HpaSettings)
+    replicas: int = 0
+    start: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.keda = KedaOperator(self.scaled, created_at=self.start)
+        self.hpa = Hpa(self.scaled, self.settings)
+        self.next_poll = self.start
+        self.next_sync = self.start
+        self.polled_metric: int | None = None
+
+    @property
+    def next_due(self) -> float:
+        """When the next poll or sync falls due."""
+        return min(self.next_poll, self.next_sync)
+
+    def advance(self, now: float, read: Callable[[], QueueAttributes]) -> list[Decision]:
+        """Run every poll and sync due by ``now``; return their decisions."""
+        decisions: list[Decision] = []
+        while self.next_due <= now:
+            if self.next_poll <= self.next_sync:
+                decisions.append(self._poll(read))
+            else:
+                decisions.append(self._sync(read))
+        return decisions
+
+    def _poll(self, read: Callable[[], QueueAttributes]) -> KedaDecision:
+        metric = queue_length(self.scaled.trigger, read())
+        self.polled_metric = metric
+        decision = self.keda.poll(self.next_poll, self.replicas, metric)
+        self.replicas = decision.desired
+        self.next_poll += self.scaled.polling_interval
+        return decision
+
+    def _sync(self, read: Callable[[], QueueAttributes]) -> HpaDecision:
+        if self.scaled.trigger.use_cached_metrics and self.polled_metric is not None:
+            metric = self.polled_metric
+        else:
+            metric = queue_length(self.scaled.trigger, read())
+        decision = self.hpa.sync(self.next_sync, self.replicas, metric)
+        self.replicas = decision.desired
+        self.next_sync += self.settings.sync_period
+        return decision
+
+
+def replicas_over_time(scaled: ScaledObject, readings: Callable[[float], QueueAttributes], *, until: float,
+                       replicas: int = 0, settings: HpaSettings | None = None) -> list[tuple[float, str, int, int]]:
+    """(time, actor, before, after) for every poll and sync up to ``until``, the queue read from ``readings(t)``.
+
+    For predicting a run by hand: the queue is whatever ``readings`` says at
+    each instant, not what the replicas would make of it.
+    """
+    scaler = Autoscaler(scaled, settings or HpaSettings(), replicas=replicas)
+    rows: list[tuple[float, str, int, int]] = []
+    while scaler.next_due <= until:
+        at = scaler.next_due
+        for decision in scaler.advance(at, lambda: readings(at)):
+            rows.append((decision.at, decision.actor, decision.current, decision.desired))
+    return rows

@@ -1,0 +1,46 @@
+"""The CLI's tables outside a terminal: whole names, one line per row; COLUMNS still rules."""
+
+import io
+import os
+import subprocess
+import sys
+
+from fleetlab.cli.output import stdout_console
+from fleetlab.grading.grade import GradeRow
+from fleetlab.grading.gradebook import summary_table
+
+CHECKS = [f"0{lab}.{name}" for lab in range(8) for name in ("first", "second", "third")]
+
+
+def gradebook_rows() -> list[GradeRow]:
+    names = [f"submissions/cohort-2026/learner-{n:02d}/03_poison_and_dlq_final_final.ipynb" for n in range(3)]
+    return [GradeRow(name, {c: 1.0 for c in CHECKS}, {c: 2.0 for c in CHECKS}, "") for name in names]
+
+
+def test_a_gradebook_in_a_log_keeps_every_notebook_name_whole(monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)
+    log = io.StringIO()
+    stdout_console(file=log).print(summary_table(gradebook_rows()))
+    lines = log.getvalue().splitlines()
+    for n in range(3):
+        name = f"learner-{n:02d}/03_poison_and_dlq_final_final.ipynb"
+        assert sum(name in line for line in lines) == 1, log.getvalue()
+    assert sum("learner-" in line for line in lines) == 3  # one line per notebook
+
+
+def test_columns_fixes_the_width(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "60")
+    log = io.StringIO()
+    stdout_console(file=log).print(summary_table(gradebook_rows()))
+    assert max(len(line) for line in log.getvalue().splitlines()) <= 60
+
+
+def test_progress_through_a_pipe_prints_each_check_on_one_line(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    env["FLEETLAB_HOME"] = str(tmp_path)
+    done = subprocess.run([sys.executable, "-m", "fleetlab.cli", "progress"], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    row = next(line for line in done.stdout.splitlines() if "01.visibility" in line)
+    assert "Size the visibility timeout from measured step times" in row
+    assert "\x1b[" not in done.stdout  # no colour codes in a file
