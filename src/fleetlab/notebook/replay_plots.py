@@ -13,6 +13,8 @@ if TYPE_CHECKING:
     from ..events.retry import Posture
     from ..state.window import DuplicateSources
 
+_POSTURE_COLOURS = ("tab:gray", "tab:orange", "tab:green", "tab:blue", "tab:purple")  # apart even in 64 colours
+
 
 def window_timeline(
     sources: DuplicateSources,
@@ -65,7 +67,8 @@ def outage_posture(
     for index, posture in enumerate(postures):
         outcomes = [posture.through_outage(h * 3_600, events_per_minute=events_per_minute) for h in hours]
         paged = [o.paged_after / 3_600 if o.paged_after is not None else float("nan") for o in outcomes]
-        style = {"color": f"C{index}", "label": posture.name, "linestyle": "-" if posture.dead_letter_queue else ":"}
+        colour = _POSTURE_COLOURS[index % len(_POSTURE_COLOURS)]
+        style = {"color": colour, "label": posture.name, "linestyle": "-" if posture.dead_letter_queue else ":"}
         paged_axes.plot(hours, paged, **style)
         burst_axes.plot(hours, [max(o.delivered_late, 0.5) for o in outcomes], **style)
     for axes in (paged_axes, burst_axes):
