@@ -105,9 +105,10 @@ def _why_it_duplicates(target: Target, case: Scenario, bench: ReplayBench, trace
 
 
 def _decide(answer: Any, target: Target, case: Scenario) -> tuple[bool | None, str]:
-    decided = _as_bool(answer(target, case.replay_age))
+    returned = answer(target, case.replay_age)
+    decided = _as_bool(returned)
     if decided is None:
-        return None, f"may_receive_replays returned {answer(target, case.replay_age)!r} for {target.name}; return True or False"
+        return None, f"may_receive_replays returned {returned!r} for {target.name}; return True or False"
     return decided, ""
 
 
