@@ -51,6 +51,16 @@ def test_a_pattern_that_excludes_replays_delivers_originals_and_drops_replays(ba
         assert bench.effects(NAIVE.name) == {step: 1 for step in STEPS}
 
 
+def test_the_archives_managed_rule_keeps_replays_out_of_the_archive(backend):
+    with ReplayBench.open(backend, new_prefix("ct"), (NAIVE,)) as bench:
+        replayed_once(bench, backend)
+        events = backend.client("events")
+        rules = events.list_rules(EventBusName=bench.bus_name)["Rules"]
+        managed = next(r for r in rules if r["Name"] == f"Events-Archive-{bench.archive.name}")
+        assert '"replay-name": [{"exists": false}]' in managed["EventPattern"]
+        assert events.describe_archive(ArchiveName=bench.archive.name)["EventCount"] == N
+
+
 def test_a_replayed_event_carries_the_replay_name_and_the_original_time(backend):
     with ReplayBench.open(backend, new_prefix("ct"), (NAIVE,)) as bench:
         replayed = replayed_once(bench, backend)
