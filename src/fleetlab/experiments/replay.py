@@ -217,7 +217,7 @@ class ReplayBench:
             if found:
                 quiet_since = None
                 continue
-            if clock.virtual:  # the emulator delivered inside PutEvents / StartReplay: nothing more is coming
+            if clock.virtual:  # moto (both virtual-clock backends) delivers inside PutEvents and StartReplay
                 break
             quiet_since = quiet_since or time.monotonic()
             if len(self.deliveries) - before >= expected and time.monotonic() - quiet_since >= SETTLE_SECONDS:
