@@ -1,10 +1,13 @@
+import argparse
 import os
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from fleetlab.cli import main
+from fleetlab.cli import build_parser, main
 
 
 @pytest.mark.parametrize("backend", ["moto", "moto-server"])
@@ -58,3 +61,23 @@ def test_real_aws_without_credentials_says_what_to_do(tmp_path):
     assert done.returncode == 2
     assert "could not identify the AWS account" in done.stderr
     assert "aws configure" in done.stderr
+
+
+def test_the_readme_command_table_lists_every_subcommand_and_no_other():
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    table = readme.split("\n## Commands\n", 1)[1].split("\n## ", 1)[0]
+    documented = {match.group(1) for match in re.finditer(r"^\| `fleetlab ([a-z-]+)", table, re.MULTILINE)}
+    subparsers = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert documented == set(subparsers.choices)
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "problem"),
+    [("--cell-timeout", "0", "must be a positive"), ("--notebook-timeout", "soon", "must be a number"),
+     ("--grading-timeout", "-5", "must be a positive"), ("--workers", "0", "must be at least 1")],
+)
+def test_grade_flags_are_checked_naming_the_flag(flag, value, problem, capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["grade", "nb.ipynb", flag, value])
+    assert exited.value.code == 2
+    assert f"argument {flag}: {problem}" in capsys.readouterr().err

@@ -51,6 +51,7 @@ NO_LEFTOVERS = {"queues": [], "buses": [], "archives": [], "state machines": [],
 class Probed:
     table: FidelityTable
     leftovers: dict[str, list[str]]
+    clock_moved: float
 
 
 def leftovers(backend: Backend) -> dict[str, list[str]]:
@@ -84,7 +85,9 @@ def probed(fleetlab_home: Path) -> dict[str, Probed]:
         for name in EMULATORS:
             backend = open_backend(name)
             try:
-                results[name] = Probed(probe(backend, refresh=True), leftovers(backend))
+                before = backend.clock.now()
+                table = probe(backend, refresh=True)
+                results[name] = Probed(table, leftovers(backend), backend.clock.now() - before)
             finally:
                 backend.close()
     return results
@@ -152,6 +155,11 @@ def test_only_divergences_carry_a_workaround(probed: dict[str, Probed], backend_
 @pytest.mark.parametrize("backend_name", EMULATORS)
 def test_probe_deletes_everything_it_made(probed: dict[str, Probed], backend_name: str) -> None:
     assert probed[backend_name].leftovers == NO_LEFTOVERS
+
+
+@pytest.mark.parametrize("backend_name", EMULATORS)
+def test_probing_leaves_the_clock_where_it_was(probed: dict[str, Probed], backend_name: str) -> None:
+    assert abs(probed[backend_name].clock_moved) < 1  # the TTL probe jumped 3 days, and back
 
 
 @pytest.mark.parametrize("backend_name", EMULATORS)
@@ -236,7 +244,7 @@ def test_cache_from_another_probe_set_is_ignored(
 def test_aws_is_the_reference_and_is_never_called(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FLEETLAB_HOME", str(tmp_path))
 
-    def refuse(service: str) -> None:
+    def refuse(service: str, config: object) -> None:
         raise AssertionError(f"the aws table must not call {service}")
 
     table = probe(Backend(name="aws", region="us-east-1", clock=RealClock(), make_client=refuse))

@@ -6,28 +6,56 @@ microseconds on an emulator that lives in this process. It ticks (never
 frozen), so long polls and background threads keep working. ``RealClock`` is
 plain wall time, for emulators in other processes and for real AWS.
 
-Both support ``every(interval, fn)``: a periodic callback (a heartbeat) that
-fires while the caller sleeps on this clock, and ``run_together(*tasks)``:
-tasks that run concurrently (several workers on one queue). On the virtual
-clock they are *actors*: exactly one runs at a time, and time jumps to the
-earliest wake-up once all of them sleep, so a two-worker race over a
-15-minute visibility window is replayed exactly, every run, in milliseconds.
+Both clocks offer:
+
+* ``every(interval, fn)``: a periodic callback (a heartbeat) that fires while
+  the caller sleeps on this clock;
+* ``run_together(*tasks)``: tasks that run concurrently (several workers on
+  one queue). On the virtual clock they are *actors*: exactly one runs at a
+  time, and time jumps to the earliest wake-up once all of them sleep, so a
+  two-worker race over a 15-minute visibility window is replayed exactly,
+  every run, in milliseconds. ``cancel()`` stops a running group;
+* ``wait_until(predicate, ...)``: polls a predicate on *real* time, because an
+  emulator's own timers (Step Functions) and background threads run in real
+  time even under the virtual clock; it raises ``Timeout`` when it gives up;
+* ``excursion()``: a block whose passing of time is taken back afterwards
+  (the capability probe jumps days ahead and must leave the clock as it was).
+
+Real-time waits go through an injectable ``monotonic``/``pause`` pair, so a
+test proves a bound without sleeping.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import heapq
 import itertools
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import time_machine
 
-from .errors import ConfigError, FleetlabError
+from .errors import ConfigError, Timeout
+
+T = TypeVar("T")
+
+WAIT_SLICE = 0.05
+"""Real seconds a waiting caller blocks at a time, so an asynchronous stop reaches it promptly."""
+
+CANCEL_GRACE = 2.0
+"""Real seconds ``cancel`` spends stopping a group's threads before it gives up on them."""
+
+
+class ActorCancelled(BaseException):
+    """Raised inside a task of a cancelled ``run_together`` group.
+
+    A BaseException, like KeyboardInterrupt, so a learner's ``except
+    Exception`` cannot swallow it and keep the task running.
+    """
 
 
 class Clock(Protocol):
@@ -47,24 +75,107 @@ class Clock(Protocol):
     def run_together(self, *tasks: Callable[[], Any], timeout: float = 300.0) -> list[Any]:
         """Run ``tasks`` concurrently; return their results in order, or raise the first error."""
 
+    def cancel(self) -> int:
+        """Stop the running ``run_together`` group, if any; how many of its threads outlived the stop."""
+
+    def wait_until(self, predicate: Callable[[], T], *, timeout: float, what: str, interval: float = 0.05) -> T:
+        """Poll ``predicate`` on real time until it returns something truthy, and return that."""
+
+    def excursion(self) -> contextlib.AbstractContextManager[None]:
+        """A block whose passing of time is taken back when it ends (where time can be)."""
+
     def close(self) -> None:
         """Release the clock (a virtual clock stops moving the process's time)."""
 
 
+def wait_until(
+    predicate: Callable[[], T],
+    *,
+    timeout: float,
+    what: str,
+    interval: float = 0.05,
+    monotonic: Callable[[], float] = time.monotonic,
+    pause: Callable[[float], None] = time.sleep,
+) -> T:
+    """Call ``predicate`` every ``interval`` real seconds until it returns something truthy.
+
+    Returns that value. Raises Timeout naming ``what`` once ``timeout`` real
+    seconds have passed without it (the awaited thing may still happen).
+    """
+    deadline = monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        left = deadline - monotonic()
+        if left <= 0:
+            raise Timeout(f"{what}: still not done after {timeout:g} s of real time; it may yet happen")
+        pause(min(interval, left))
+
+
+def raise_in_thread(thread: threading.Thread, exception: type[BaseException]) -> None:
+    """Ask ``thread`` to raise ``exception`` at its next Python instruction (CPython).
+
+    A thread blocked inside a C call (a lock, a socket) raises it only when
+    that call returns, which is why fleetlab's own waits block in short slices.
+    """
+    if thread.ident is not None and thread.is_alive():
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), ctypes.py_object(exception))
+
+
+def stop_threads(threads: list[threading.Thread], *, grace: float, monotonic: Callable[[], float]) -> int:
+    """Give ``threads`` a slice to end on their own, then raise ActorCancelled in them until they do.
+
+    Returns how many are still alive after ``grace`` real seconds (stuck in a
+    C call that never returns, or swallowing every stop).
+    """
+    deadline = monotonic() + grace
+    alive = [thread for thread in threads if thread.is_alive()]
+    while alive and monotonic() < deadline:
+        for thread in alive:
+            thread.join(WAIT_SLICE / len(alive))
+        alive = [thread for thread in alive if thread.is_alive()]
+        for thread in alive:
+            raise_in_thread(thread, ActorCancelled)
+    return len(alive)
+
+
+def _join(threads: list[threading.Thread], deadline: float, monotonic: Callable[[], float], what: str) -> None:
+    """Join ``threads`` in short slices (so the caller stays stoppable); Timeout at ``deadline``."""
+    for thread in threads:
+        while thread.is_alive():
+            left = deadline - monotonic()
+            if left <= 0:
+                raise Timeout(what)
+            thread.join(min(WAIT_SLICE, left))
+
+
 class RealClock:
-    """Wall time. ``every`` runs its callback on a daemon thread."""
+    """Wall time. ``every`` runs its callback on a daemon thread; ``run_together`` on real threads."""
 
     virtual = False
+
+    def __init__(
+        self, *, monotonic: Callable[[], float] = time.monotonic, pause: Callable[[float], None] = time.sleep
+    ) -> None:
+        self._monotonic = monotonic
+        self._pause = pause
+        self._running: list[threading.Thread] = []
+        self._guard = threading.Lock()
 
     def now(self) -> float:
         return time.time()
 
     def sleep(self, seconds: float) -> None:
-        if seconds > 0:
-            time.sleep(seconds)
+        """Sleep ``seconds`` of real time, in short slices so a stop can reach the sleeper."""
+        end = self._monotonic() + max(seconds, 0.0)
+        while (left := end - self._monotonic()) > 0:
+            self._pause(min(WAIT_SLICE, left))
 
     @contextlib.contextmanager
     def every(self, interval: float, fn: Callable[[], None]) -> Iterator[None]:
+        if interval <= 0:
+            raise ConfigError(f"interval must be positive, got {interval}")
         stop = threading.Event()
 
         def beat() -> None:
@@ -83,7 +194,12 @@ class RealClock:
             thread.join()
 
     def run_together(self, *tasks: Callable[[], Any], timeout: float = 300.0) -> list[Any]:
-        """Run ``tasks`` on real threads; wall time decides the interleaving."""
+        """Run ``tasks`` on real threads; wall time decides the interleaving.
+
+        Returns their results in order, or raises the first task's error.
+        Raises Timeout after ``timeout`` real seconds; the tasks still
+        running are then cancelled (ActorCancelled inside each).
+        """
         results: list[Any] = [None] * len(tasks)
         errors: list[BaseException] = []
 
@@ -93,20 +209,43 @@ class RealClock:
             except BaseException as exc:  # handed to the caller below
                 errors.append(exc)
 
-        threads = [threading.Thread(target=run, args=(i, t), daemon=True) for i, t in enumerate(tasks)]
-        for thread in threads:
-            thread.start()
-        deadline = time.monotonic() + timeout
-        for thread in threads:
-            thread.join(max(deadline - time.monotonic(), 0))
-        if any(thread.is_alive() for thread in threads):
-            raise FleetlabError(f"run_together: tasks still running after {timeout} s")
+        threads = [
+            threading.Thread(target=run, args=(i, t), name=f"actor-{i}", daemon=True) for i, t in enumerate(tasks)
+        ]
+        with self._guard:
+            self._running += threads
+        try:
+            for thread in threads:
+                thread.start()
+            what = f"run_together: tasks still running after {timeout:g} s; they were cancelled"
+            _join(threads, self._monotonic() + timeout, self._monotonic, what)
+        finally:
+            stop_threads(threads, grace=CANCEL_GRACE, monotonic=self._monotonic)
+            with self._guard:
+                self._running = [t for t in self._running if t not in threads]
         if errors:
             raise errors[0]
         return results
 
+    def cancel(self) -> int:
+        """Raise ActorCancelled in every running ``run_together`` task; how many outlived the grace."""
+        with self._guard:
+            running = list(self._running)
+        return stop_threads(running, grace=CANCEL_GRACE, monotonic=self._monotonic)
+
+    def wait_until(self, predicate: Callable[[], T], *, timeout: float, what: str, interval: float = 0.05) -> T:
+        """Poll ``predicate`` until truthy (returned) or ``timeout`` real seconds pass (Timeout)."""
+        return wait_until(
+            predicate, timeout=timeout, what=what, interval=interval, monotonic=self._monotonic, pause=self._pause
+        )
+
+    @contextlib.contextmanager
+    def excursion(self) -> Iterator[None]:
+        """Real time cannot be taken back: the block simply runs."""
+        yield
+
     def close(self) -> None:
-        return None
+        self.cancel()
 
 
 _active_virtual: list[VirtualClock] = []
@@ -123,11 +262,25 @@ class _Timer:
 @dataclass
 class _Actor:
     index: int
+    group: _Group = field(repr=False)
     wake: float = float("-inf")
     running: bool = False
     done: bool = False
     result: Any = None
     error: BaseException | None = None
+
+
+@dataclass
+class _Group:
+    """One ``run_together`` call: its actors, their threads, and whether it was cancelled."""
+
+    actors: list[_Actor] = field(default_factory=list)
+    threads: list[threading.Thread] = field(default_factory=list)
+    cancelled: bool = False
+
+    @property
+    def finished(self) -> bool:
+        return all(actor.done for actor in self.actors)
 
 
 class VirtualClock:
@@ -139,19 +292,27 @@ class VirtualClock:
 
     virtual = True
 
-    def __init__(self, start: float | None = None) -> None:
+    def __init__(
+        self,
+        start: float | None = None,
+        *,
+        monotonic: Callable[[], float] = time.monotonic,
+        pause: Callable[[float], None] = time.sleep,
+    ) -> None:
         if _active_virtual:
             raise ConfigError(
                 "a virtual clock is already running in this process; close the open backend "
                 "(lab.close() or backend.close()) before opening another"
             )
+        self._monotonic = monotonic
+        self._pause = pause
         self._traveller = time_machine.travel(start if start is not None else time.time(), tick=True)
         self._coordinates = self._traveller.start()
         self._timers: dict[int, list[_Timer]] = {}
         self._order = itertools.count()
         self._turn = threading.Condition()
         self._actors: dict[int, _Actor] = {}
-        self._group: list[_Actor] = []
+        self._group: _Group | None = None
         _active_virtual.append(self)
 
     def now(self) -> float:
@@ -162,6 +323,7 @@ class VirtualClock:
 
         Outside ``run_together`` the clock simply jumps. Inside, the calling
         actor waits while the others run, and time jumps only when all wait.
+        An actor of a cancelled group raises ActorCancelled here.
         """
         target = self.now() + max(seconds, 0.0)
         while True:
@@ -190,53 +352,107 @@ class VirtualClock:
 
         One actor runs at a time, in index order at each instant; an actor
         gives way only when it sleeps on this clock or finishes. Raises
-        FleetlabError if the group has not finished after ``timeout`` real
-        seconds (an actor blocked on something other than this clock).
+        ConfigError when a group is already running, and Timeout if this
+        group has not finished after ``timeout`` real seconds (an actor
+        blocked on something other than this clock, or spinning). However
+        the call ends, no actor of it is left running: unfinished actors are
+        cancelled (ActorCancelled inside each).
         """
-        if self._group:
-            raise ConfigError("run_together cannot be nested; run every actor in one call")
-        self._group = [_Actor(index) for index in range(len(tasks))]
-        threads = [
-            threading.Thread(target=self._act, args=(actor, task), name=f"actor-{actor.index}", daemon=True)
-            for actor, task in zip(self._group, tasks)
-        ]
+        group = _Group()
+        with self._turn:
+            if self._group is not None:
+                raise ConfigError("run_together cannot be nested; run every actor in one call")
+            self._group = group
         try:
-            with self._turn:
-                for thread in threads:
-                    thread.start()
-                self._give_turn()
-                finished = self._turn.wait_for(lambda: all(a.done for a in self._group), timeout)
-            if not finished:
-                raise FleetlabError(f"run_together: actors still running after {timeout} s of real time")
-            for thread in threads:
-                thread.join()
-            failed = next((a for a in self._group if a.error is not None), None)
+            group.actors = [_Actor(index, group) for index in range(len(tasks))]
+            group.threads = [
+                threading.Thread(target=self._act, args=(actor, task), name=f"actor-{actor.index}", daemon=True)
+                for actor, task in zip(group.actors, tasks)
+            ]
+            self._await(group, timeout)
+            failed = next((a for a in group.actors if a.error is not None), None)
             if failed is not None:
                 raise failed.error
-            return [actor.result for actor in self._group]
+            return [actor.result for actor in group.actors]
         finally:
-            self._group = []
+            self._end(group)
+
+    def cancel(self) -> int:
+        """Stop the running ``run_together`` group: waiting actors wake and raise ActorCancelled,
+        running ones get it at their next Python instruction. Returns how many threads outlived
+        the grace; the clock is free for the next group either way."""
+        with self._turn:
+            group = self._group
+        return 0 if group is None else self._end(group)
+
+    def wait_until(self, predicate: Callable[[], T], *, timeout: float, what: str, interval: float = 0.05) -> T:
+        """Poll ``predicate`` on real time (emulator timers run in real time) until truthy; Timeout after."""
+        return wait_until(
+            predicate, timeout=timeout, what=what, interval=interval, monotonic=self._monotonic, pause=self._pause
+        )
+
+    @contextlib.contextmanager
+    def excursion(self) -> Iterator[None]:
+        """Take back every jump and tick of the block: afterwards ``now()`` is where it was before."""
+        start = self.now()
+        try:
+            yield
+        finally:
+            self._coordinates.shift(start - self.now())
 
     def close(self) -> None:
         if self in _active_virtual:
+            self.cancel()
             self._traveller.stop()
             _active_virtual.remove(self)
 
+    def _await(self, group: _Group, timeout: float) -> None:
+        deadline = self._monotonic() + timeout
+        with self._turn:
+            for thread in group.threads:
+                thread.start()
+            self._give_turn()
+            while not group.finished:
+                left = deadline - self._monotonic()
+                if left <= 0:
+                    raise Timeout(
+                        f"run_together: actors still running after {timeout:g} s of real time; they were cancelled"
+                    )
+                self._turn.wait(min(WAIT_SLICE, left))
+        _join(group.threads, self._monotonic() + CANCEL_GRACE, self._monotonic, "run_together: an actor did not end")
+
+    def _end(self, group: _Group) -> int:
+        """Cancel ``group`` if unfinished, free the clock of it; how many threads outlived the stop."""
+        with self._turn:
+            if not group.finished:
+                group.cancelled = True
+                self._turn.notify_all()
+        survivors = stop_threads(group.threads, grace=CANCEL_GRACE, monotonic=self._monotonic)
+        with self._turn:
+            for ident in [ident for ident, actor in self._actors.items() if actor.group is group]:
+                del self._actors[ident]
+            if self._group is group:
+                self._group = None
+        return survivors
+
     def _act(self, actor: _Actor, task: Callable[[], Any]) -> None:
         ident = threading.get_ident()
-        with self._turn:
-            self._actors[ident] = actor
-            self._turn.wait_for(lambda: actor.running)
         try:
+            with self._turn:
+                self._actors[ident] = actor
+                self._turn.wait_for(lambda: actor.running or actor.group.cancelled)
+                if actor.group.cancelled:
+                    raise ActorCancelled(f"actor {actor.index} was cancelled before it ran")
             actor.result = task()
         except BaseException as exc:  # kept for run_together to raise
             actor.error = exc
         finally:
-            with self._turn:
-                actor.done = True
-                actor.running = False
-                del self._actors[ident]
-                self._give_turn()
+            with contextlib.suppress(ActorCancelled):  # a stop landing while it finishes changes nothing
+                with self._turn:
+                    actor.done = True
+                    actor.running = False
+                    self._actors.pop(ident, None)
+                    self._give_turn()
 
     def _pass_until(self, when: float) -> None:
         actor = self._actors.get(threading.get_ident())
@@ -244,15 +460,23 @@ class VirtualClock:
             self._jump_to(when)
             return
         with self._turn:
+            self._raise_if_cancelled(actor)
             actor.wake = when
             actor.running = False
             self._give_turn()
-            self._turn.wait_for(lambda: actor.running)
+            self._turn.wait_for(lambda: actor.running or actor.group.cancelled)
+            self._raise_if_cancelled(actor)
+
+    @staticmethod
+    def _raise_if_cancelled(actor: _Actor) -> None:
+        if actor.group.cancelled:
+            raise ActorCancelled(f"actor {actor.index} was cancelled while it waited on the clock")
 
     def _give_turn(self) -> None:
         """Wake the actor due first (ties: lowest index), jumping time to its wake-up."""
-        waiting = [a for a in self._group if not a.done]
-        if waiting:
+        group = self._group
+        waiting = [a for a in group.actors if not a.done] if group is not None and not group.cancelled else []
+        if waiting and not any(a.running for a in waiting):
             chosen = min(waiting, key=lambda a: (a.wake, a.index))
             self._jump_to(chosen.wake)
             chosen.running = True

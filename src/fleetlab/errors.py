@@ -43,6 +43,7 @@ class InvalidInput(FleetlabError):
     def __init__(self, field: str, problem: str, *, hint: str = "") -> None:
         self.field = field
         self.problem = problem
+        self.hint = hint
         message = f"{field}: {problem}"
         if hint:
             message += f" ({hint})"
@@ -55,6 +56,42 @@ class EnvelopeError(InvalidInput):
 
 class AslError(InvalidInput):
     """A state-machine definition is malformed; it was not created."""
+
+
+class Timeout(FleetlabError):
+    """A wait gave up before what it waited for happened.
+
+    The operation may still complete after the wait ended (an execution still
+    RUNNING, a move task still moving, actors still running), so it may
+    have happened: look again before retrying, or retry idempotently.
+    """
+
+    may_have_happened = True
+
+
+class PartlyRefused(FleetlabError):
+    """A batch call was refused for some entries; the others went through.
+
+    ``refused`` lists what the service said about each refused entry. The
+    accepted entries happened, so retry only the refused ones, or all of
+    them through an idempotent consumer.
+    """
+
+    may_have_happened = True
+
+    def __init__(self, message: str, *, refused: list[str]) -> None:
+        super().__init__(message)
+        self.refused = refused
+
+
+class RedriveFailed(FleetlabError):
+    """A DLQ redrive stopped part way (its move task was cancelled); some messages may have moved."""
+
+    may_have_happened = True
+
+
+class MeasurementFailed(FleetlabError):
+    """A benchmark's own run went wrong, so its figure would mean nothing; the bench records this instead."""
 
 
 class ProvisionError(FleetlabError):

@@ -3,9 +3,13 @@
 ``start("01")`` opens the backend (``$FLEETLAB_BACKEND``, default moto),
 provisions the reference topology under a fresh prefix, builds the fleet, and
 prints the backend with the ways it differs from AWS. ``lab.close()`` removes
-everything; it is also registered with ``atexit``, so a crashed kernel on real
-AWS leaves nothing behind. Starting a lab again in the same kernel closes the
-previous one first, so re-running the set-up cell is safe.
+everything. It is also registered with ``atexit``, which runs when the kernel
+shuts down normally, but not when it is killed or crashes: on LocalStack and
+real AWS, where resources outlive the kernel, the banner prints the
+``fleetlab cleanup --prefix ...`` command that removes what a dead kernel
+left. (On moto and moto-server everything lives in the kernel and dies with
+it.) Starting a lab again in the same kernel closes the previous one first,
+so re-running the set-up cell is safe.
 """
 
 from __future__ import annotations
@@ -25,7 +29,6 @@ if TYPE_CHECKING:
     from .fidelity import FidelityTable
 
 _current: Lab | None = None
-_lazy_backend: Backend | None = None
 
 
 @dataclass
@@ -78,7 +81,6 @@ def start(
         require_opt_in(lab_id)
     if _current is not None:
         _current.close()
-    _close_lazy_backend()
     opened = open_backend(backend)
     try:
         topology = provision(opened, spec, prefix=new_prefix(lab_id))
@@ -95,7 +97,7 @@ def start(
 
 
 def banner(lab: Lab) -> str:
-    """What the set-up cell prints: backend, clock, and each divergence from AWS."""
+    """What the set-up cell prints: backend, clock, each divergence from AWS, and how to clean up."""
     backend = lab.backend
     clock = "virtual (long waits pass instantly)" if backend.clock.virtual else "real"
     account = f" (account {backend.details['account']})" if "account" in backend.details else ""
@@ -108,29 +110,24 @@ def banner(lab: Lab) -> str:
         lines.append(f"where {backend.name} differs from AWS ({len(divergences)}):")
         lines += [f"  - {d.title}" for d in divergences]
         lines.append("  (lab.fidelity() shows what AWS does and what happens here)")
+    if backend.outlives_process:
+        lines.append(
+            f"if this kernel dies before lab.close(), remove what it made with: {cleanup_command(lab)}"
+        )
     return "\n".join(lines)
 
 
-def active_backend() -> Backend:
-    """The running lab's backend, or a default backend opened on first use (closed at exit)."""
-    global _lazy_backend
-    if _current is not None:
-        return _current.backend
-    if _lazy_backend is None or _lazy_backend.closed:
-        _lazy_backend = open_backend()
-        atexit.register(_lazy_backend.close)
-    return _lazy_backend
+def cleanup_command(lab: Lab) -> str:
+    """The ``fleetlab cleanup`` command that removes everything this lab made, even after its kernel died."""
+    return f"fleetlab cleanup --prefix {lab.topology.prefix} --backend {lab.backend.name} --yes"
+
+
+def running_backend() -> Backend | None:
+    """The running lab's backend, or None when no lab is running in this kernel."""
+    return _current.backend if _current is not None else None
 
 
 def shutdown() -> None:
-    """Close the running lab and any backend opened on first use, so another can open."""
+    """Close the running lab, if any, so another backend can open."""
     if _current is not None:
         _current.close()
-    _close_lazy_backend()
-
-
-def _close_lazy_backend() -> None:
-    global _lazy_backend
-    if _lazy_backend is not None:
-        _lazy_backend.close()
-        _lazy_backend = None

@@ -11,7 +11,6 @@ step's trace_id, and the step's side effect lands in the effects ledger.
 from __future__ import annotations
 
 import json
-import time
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,15 +18,18 @@ from typing import Any
 from .agents.model import FakeModel
 from .aws.backends import Backend
 from .aws.topology import Topology
-from .errors import EnvelopeError, FleetlabError, ModelError
+from .errors import ConfigError, EnvelopeError, ModelError, PartlyRefused, Timeout
 from .events.envelope import Envelope, batches
 from .faults import FaultPlan
 from .ledger import EffectsLedger
-from .sqs.worker import Delivery, HandleOutcome, QueueWorker
+from .sqs.worker import Delivery, HandleOutcome, Outcome, QueueWorker
 from .state.claimcheck import ClaimCheck
-from .state.idempotency import Completed, IdempotencyStore
+from .state.idempotency import Claim, Completed, IdempotencyStore
 from .stepfunctions import callbacks, executions
 from .tracing import Tracer
+
+TRANSIENT_BACKOFF = 15
+"""Seconds before a transiently failed step is visible again on its first receive; doubles per receive."""
 
 
 # On moto every SQS call slows as its queue grows (a receive takes ~5 ms empty,
@@ -47,7 +49,8 @@ class RunReport:
     outcomes: list[HandleOutcome] = field(default_factory=list)
     polls: int = 0
 
-    def count(self, status: str) -> int:
+    def count(self, status: Outcome | str) -> int:
+        """How many outcomes ended with ``status`` (an Outcome, or its string such as ``"done"``)."""
         return sum(1 for o in self.outcomes if o.status == status)
 
 
@@ -93,17 +96,16 @@ class Fleet:
         """Publish step requests on the bus (claim-checking large payloads). Returns event ids.
 
         Raises EnvelopeError (nothing published) for a bad envelope, and
-        FleetlabError naming the entries EventBridge refused.
+        PartlyRefused naming the entries EventBridge refused (the others were published).
         """
         prepared = [self.claimcheck.offload(e) for e in envelopes]
         entries = [e.entry(self.topology.bus_name) for e in prepared]
         event_ids: list[str] = []
         for request in batches(entries):
             response = self.events.put_events(Entries=request)
-            failed = [(i, r) for i, r in enumerate(response["Entries"]) if "EventId" not in r]
-            if failed:
-                codes = ", ".join(f"entries[{i}]: {r.get('ErrorCode')}" for i, r in failed)
-                raise FleetlabError(f"EventBridge refused {codes}; the others were published", may_have_happened=True)
+            refused = [f"entries[{i}]: {r.get('ErrorCode')}" for i, r in enumerate(response["Entries"]) if "EventId" not in r]
+            if refused:
+                raise PartlyRefused(f"EventBridge refused {', '.join(refused)}; the others were published", refused=refused)
             event_ids += [r["EventId"] for r in response["Entries"]]
         for env, event_id in zip(prepared, event_ids):
             self.submitted.append(env.trace_id)
@@ -114,7 +116,8 @@ class Fleet:
         """Send steps straight to their agent class's queue, bypassing the bus. Returns message ids.
 
         What a producer that owns the queue does (an API handler writing to its
-        input queue). Raises EnvelopeError (nothing sent) for a bad envelope.
+        input queue). Raises EnvelopeError (nothing sent) for a bad envelope,
+        PartlyRefused naming the entries SQS refused (the others were sent).
         """
         sqs = self.backend.client("sqs")
         details = [(e, json.dumps(self.claimcheck.offload(e).detail())) for e in envelopes]
@@ -129,7 +132,8 @@ class Fleet:
                     QueueUrl=url, Entries=[{"Id": str(i), "MessageBody": body} for i, _, body in entries]
                 )
                 if response.get("Failed"):
-                    raise FleetlabError(f"SQS refused {response['Failed']}; the others were sent", may_have_happened=True)
+                    refused = [f"{f['Id']}: {f.get('Code')}" for f in response["Failed"]]
+                    raise PartlyRefused(f"SQS refused {refused}; the others were sent", refused=refused)
                 for (_, env, _), sent in zip(entries, response["Successful"]):
                     message_ids.append(sent["MessageId"])
                     self.submitted.append(env.trace_id)
@@ -137,9 +141,12 @@ class Fleet:
         return message_ids
 
     def orchestrate(self, envelope: Envelope) -> str:
-        """Start the orchestrator for one step (payload always claim-checked). Returns the execution ARN."""
+        """Start the orchestrator for one step (payload always claim-checked). Returns the execution ARN.
+
+        Raises ConfigError when the topology was provisioned without an orchestrator.
+        """
         if not self.topology.state_machine_arn:
-            raise FleetlabError("this topology has no orchestrator; provision with TopologySpec(orchestrator=True)")
+            raise ConfigError("this topology has no orchestrator; provision with TopologySpec(orchestrator=True)")
         detail = self.claimcheck.offload(envelope, always=True).detail()
         execution_arn = executions.start_execution(self.sfn, self.topology.state_machine_arn, detail)
         self.submitted.append(envelope.trace_id)
@@ -183,8 +190,8 @@ class Fleet:
             delivery.on_heartbeat(lambda: self.store.extend(claim))
             try:
                 answer = self.model.invoke(step.trace_id, delivery.receive_count, self.clock)
-            except ModelError:
-                self.store.release(claim)
+            except ModelError as failure:
+                self._model_failed(step, delivery, claim, failure)
                 raise
             delivery.record_effect(kind="step")
             result = {"trace_id": step.trace_id, "text": answer.text, "latency_s": round(answer.latency, 3)}
@@ -196,6 +203,28 @@ class Fleet:
             if callback.accepted:
                 self.callbacks[step.trace_id] = step.task_token
         return result
+
+    def _model_failed(self, step: Envelope, delivery: Delivery, claim: Claim, failure: ModelError) -> None:
+        """Release the claim; a transient failure comes back soon, a permanent one is left for the DLQ.
+
+        Either way the message stays on the queue (the worker does not delete
+        it). A transient failure (throttling) is made visible again after a
+        short backoff that doubles per receive; a permanent one (the model
+        rejects this input every time) keeps its whole visibility timeout, so
+        it reaches maxReceiveCount and SQS parks it in the DLQ. The trace says which.
+        """
+        self.store.release(claim)
+        if failure.transient:
+            backoff = min(TRANSIENT_BACKOFF * 2 ** (delivery.receive_count - 1), self._visibility(step))
+            self.backend.client("sqs").change_message_visibility(
+                QueueUrl=delivery.queue_url, ReceiptHandle=delivery.receipt_handle, VisibilityTimeout=int(backoff)
+            )
+            self._trace(step, "model_failed", delivery, transient=True, retry_in=int(backoff))
+        else:
+            self._trace(step, "model_failed", delivery, transient=False, next="dlq after maxReceiveCount")
+
+    def _visibility(self, step: Envelope) -> int:
+        return self.topology.queue(step.agent_class).visibility_timeout
 
     def unsettled(self) -> list[str]:
         """Submitted traces whose message has not been deleted yet."""
@@ -212,37 +241,34 @@ class Fleet:
     ) -> RunReport:
         """Poll every worker in turn until every submitted trace is settled.
 
-        A trace never received yet (a state machine publishes asynchronously)
-        is waited for, up to ``settle_timeout`` real seconds. Otherwise, when
-        a round finds nothing, ``advance`` moves the clock that far (one
-        visibility timeout brings crashed messages back) and the run ends
-        after ``idle_polls`` such rounds; without ``advance`` it ends at once.
-        Bounded by ``max_polls``.
+        A trace never received yet (the bus or a state machine delivers
+        asynchronously) is waited for, polling on real time, up to
+        ``settle_timeout`` real seconds at a time; Timeout if it has still not
+        arrived (it may yet arrive: run again; or no rule routes its class).
+        Otherwise, when a round finds nothing, ``advance`` moves the clock
+        that far (one visibility timeout brings crashed messages back) and
+        the run ends after ``idle_polls`` such rounds; without ``advance`` it
+        ends at once. Bounded by ``max_polls``.
         """
         self._warn_if_deep()
         report = RunReport()
-        deadline = time.monotonic() + settle_timeout
         idle = 0
         while report.polls < max_polls:
-            report.polls += 1
-            found = [o for w in self.workers.values() for o in w.poll_once(max_messages=10)]
-            report.outcomes += found
-            if found:
+            if self._poll_round(report):
                 idle = 0
                 continue
             unsettled = self.unsettled()
             if not unsettled:
                 break
-            if self._awaiting_first_delivery(unsettled) and time.monotonic() < deadline:
-                time.sleep(0.02)  # a state machine's event is still on its way to the queue
+            waiting = [t for t in unsettled if self._never_received(t)]
+            if waiting:
+                self._await_first_delivery(report, waiting, timeout=settle_timeout, max_polls=max_polls)
+                idle = 0
                 continue
             idle += 1
-            if advance:
-                if idle > idle_polls:
-                    break
-                self.clock.sleep(advance)
-            else:
+            if not advance or idle > idle_polls:
                 break
+            self.clock.sleep(advance)
         return report
 
     def _warn_if_deep(self) -> None:
@@ -265,8 +291,8 @@ class Fleet:
         moto's waitForTaskToken, which can miss a callback that arrives
         before its heartbeat timer starts (it would otherwise wait out the
         whole HeartbeatSeconds); on AWS the execution has long ended by
-        then and this never fires. Raises FleetlabError if one is still
-        running after ``timeout`` real seconds.
+        then and this never fires. Raises Timeout if one is still running
+        after ``timeout`` real seconds.
         """
         statuses: dict[str, str] = {}
         for trace_id, execution_arn in self.executions.items():
@@ -275,20 +301,40 @@ class Fleet:
             self.tracer.record(trace_id, f"execution_{status.lower()}", at=self.clock.now(), component="orchestrator")
         return statuses
 
+    def _poll_round(self, report: RunReport) -> list[HandleOutcome]:
+        """One poll of every worker; the outcomes are added to ``report``."""
+        report.polls += 1
+        found = [o for w in self.workers.values() for o in w.poll_once(max_messages=10)]
+        report.outcomes += found
+        return found
+
+    def _await_first_delivery(self, report: RunReport, waiting: list[str], *, timeout: float, max_polls: int) -> None:
+        """Poll on real time until a round finds work (or ``max_polls`` is reached); Timeout after ``timeout``."""
+        named = ", ".join(waiting[:3]) + (f" and {len(waiting) - 3} more" if len(waiting) > 3 else "")
+        self.clock.wait_until(
+            lambda: self._poll_round(report) or report.polls >= max_polls,
+            timeout=timeout,
+            interval=0.02,
+            what=f"Fleet.run: {named} published but never received (is there a rule for its agent class?)",
+        )
+
+    def _never_received(self, trace_id: str) -> bool:
+        return all(h.name != "received" for h in self.tracer.timeline(trace_id))
+
     def _await_execution(self, trace_id: str, execution_arn: str, *, timeout: float, grace: float) -> str:
         token = self.callbacks.get(trace_id)
-        if token is None:
-            return executions.wait_for_execution(self.sfn, execution_arn, timeout=timeout)["status"]
-        try:
-            return executions.wait_for_execution(self.sfn, execution_arn, timeout=grace)["status"]
-        except FleetlabError:
-            nudge = callbacks.send_heartbeat(self.sfn, token)
-            self.tracer.record(trace_id, "callback_nudged", at=self.clock.now(), component="orchestrator",
-                               accepted=nudge.accepted)
-        return executions.wait_for_execution(self.sfn, execution_arn, timeout=max(timeout - grace, 0.1))["status"]
+        if token is not None:
+            try:
+                return self._execution_status(execution_arn, timeout=grace)
+            except Timeout:  # the callback may have been missed: nudge, then wait out the rest
+                nudge = callbacks.send_heartbeat(self.sfn, token)
+                self.tracer.record(trace_id, "callback_nudged", at=self.clock.now(), component="orchestrator",
+                                   accepted=nudge.accepted)
+            timeout = max(timeout - grace, 0.1)
+        return self._execution_status(execution_arn, timeout=timeout)
 
-    def _awaiting_first_delivery(self, trace_ids: list[str]) -> bool:
-        return any(all(h.name != "received" for h in self.tracer.timeline(t)) for t in trace_ids)
+    def _execution_status(self, execution_arn: str, *, timeout: float) -> str:
+        return executions.wait_for_execution(self.sfn, execution_arn, clock=self.clock, timeout=timeout)["status"]
 
     def _trace(self, step: Envelope, hop: str, delivery: Delivery, **attrs: Any) -> None:
         self.tracer.record(step.trace_id, hop, at=self.clock.now(), component=delivery.worker, **attrs)

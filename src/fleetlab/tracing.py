@@ -30,26 +30,26 @@ class Tracer:
     """Thread-safe recorder of hops, queryable by trace."""
 
     def __init__(self) -> None:
-        self._hops: list[Hop] = []
+        self._hops: dict[str, list[Hop]] = {}  # by trace, in recording order; traces in first-seen order
         self._lock = threading.Lock()
 
     def record(self, trace_id: str, name: str, *, at: float, component: str, **attrs: Any) -> Hop:
         """Record that ``component`` did ``name`` for ``trace_id`` at time ``at``."""
         hop = Hop(trace_id=trace_id, name=name, at=at, component=component, attrs=attrs)
         with self._lock:
-            self._hops.append(hop)
+            self._hops.setdefault(trace_id, []).append(hop)
         return hop
 
     def timeline(self, trace_id: str) -> list[Hop]:
         """The trace's hops in time order (ties keep recording order)."""
         with self._lock:
-            hops = [h for h in self._hops if h.trace_id == trace_id]
+            hops = list(self._hops.get(trace_id, ()))
         return sorted(hops, key=lambda h: h.at)
 
     def trace_ids(self) -> list[str]:
         """Every trace seen, in first-seen order."""
         with self._lock:
-            return list(dict.fromkeys(h.trace_id for h in self._hops))
+            return list(self._hops)
 
     def table(self, trace_id: str) -> Table:
         """The trace's hops as a table: time since the first hop (0.1 s), hop and component."""

@@ -1,17 +1,19 @@
 """Pipeline behaviours every backend must show (AWS's documented rules)."""
 
 import json
-import time
 
 import pytest
 
+from fleetlab.errors import AlreadyInProgress, LeaseLost, ModelError, Timeout
 from fleetlab.events.envelope import Envelope
-from fleetlab.faults import Crash, CrashPoint, FaultPlan
+from fleetlab.faults import Crash, CrashPoint, FaultPlan, Latency
 from fleetlab.ledger import EffectsLedger
-from fleetlab.agents.model import FakeModel, LatencyProfile
-from fleetlab.pipeline import Fleet
+from fleetlab.agents.model import FakeModel, LatencyProfile, ModelResult
+from fleetlab.pipeline import TRANSIENT_BACKOFF, Fleet
 from fleetlab.sqs.esm import BatchPoller
 from fleetlab.sqs.worker import QueueWorker
+from fleetlab.state.idempotency import Claim, IdempotencyStore
+from fleetlab.tracing import Tracer
 
 pytestmark = pytest.mark.contract
 
@@ -38,13 +40,22 @@ def ticket_filer(delivery):
     return "filed"
 
 
+def send_steps(backend, queue, count, agent_class="coder"):
+    """Put steps alert-0 .. alert-(count-1) straight on ``queue``, one message each."""
+    for n in range(count):
+        backend.client("sqs").send_message(QueueUrl=queue.url, MessageBody=json.dumps(step(n, agent_class).detail()))
+
+
 def receive_at_least(backend, url, count, *, seconds=10.0):
     """Long-poll ``url`` until ``count`` messages came (the bus delivers asynchronously on some backends)."""
     sqs = backend.client("sqs")
-    deadline = time.monotonic() + seconds
     messages = []
-    while len(messages) < count and time.monotonic() < deadline:
-        messages += sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=1).get("Messages", [])
+
+    def enough():
+        messages.extend(sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=1).get("Messages", []))
+        return len(messages) >= count
+
+    backend.clock.wait_until(enough, timeout=seconds, what=f"{count} messages on {url}")
     return messages
 
 
@@ -92,6 +103,46 @@ def test_the_idempotent_fleet_keeps_one_effect_through_the_same_crash(backend, t
     assert "duplicate_suppressed" in [h.name for h in fleet.tracer.timeline("alert-7")]
 
 
+class FlakyModel:
+    """Throttled on the first call of every step, then answers: a transient model failure."""
+
+    def invoke(self, trace_id, attempt, clock):
+        if attempt == 1:
+            raise ModelError(f"{trace_id}: throttled", transient=True)
+        return ModelResult(trace_id, attempt, f"answer for {trace_id}", latency=0.0)
+
+
+def test_a_transient_model_failure_comes_back_after_a_short_backoff(backend, topology):
+    fleet = Fleet(backend, topology, model=FlakyModel())
+    fleet.submit(step(1))
+    backoff = min(TRANSIENT_BACKOFF, topology.queue("researcher").visibility_timeout)
+    report = fleet.run(advance=backoff + 1)  # far less than the visibility timeout
+    assert [o.status for o in report.outcomes] == ["failed", "done"]
+    failed = next(h for h in fleet.tracer.timeline("alert-1") if h.name == "model_failed")
+    assert failed.attrs == {"transient": True, "retry_in": backoff}
+    assert fleet.ledger.count("alert-1") == 1
+
+
+def test_a_permanent_model_failure_is_left_for_the_dlq(backend, topology):
+    queue = topology.queue("researcher")  # maxReceiveCount = 3
+    fleet = Fleet(backend, topology, model=FakeModel(seed=1, latency=quick_model(backend).latency,
+                                                     poison=frozenset({"alert-9"})))
+    fleet.submit(step(9))
+    fleet.run(advance=queue.visibility_timeout + 1, idle_polls=5)
+    parked = receive_at_least(backend, queue.dlq_url, 1)
+    assert [json.loads(m["Body"])["detail"]["trace_id"] for m in parked] == ["alert-9"]
+    failures = [h.attrs["transient"] for h in fleet.tracer.timeline("alert-9") if h.name == "model_failed"]
+    assert failures == [False, False, False] and fleet.ledger.count("alert-9") == 0
+
+
+def test_run_gives_up_on_a_step_that_never_reaches_a_queue(backend, topology):
+    fleet = Fleet(backend, topology)
+    fleet.submit(step(8, "nobody"))  # no rule routes this agent class
+    with pytest.raises(Timeout, match="alert-8 published but never received") as gave_up:
+        fleet.run(settle_timeout=0.5)
+    assert gave_up.value.may_have_happened
+
+
 def test_poison_is_dead_lettered_after_max_receive_count(backend, topology):
     queue = topology.queue("researcher")  # maxReceiveCount = 3
 
@@ -130,13 +181,21 @@ def test_a_heartbeat_keeps_a_long_step_hidden(backend, topology, heartbeat):
 
 
 def test_the_store_lets_exactly_one_claim_win(backend, topology):
+    """Two workers claim the same work at the same moment; the conditional write lets one through."""
     fleet = Fleet(backend, topology)
-    first = fleet.store.claim("alert-1", "researcher")
-    from fleetlab.errors import AlreadyInProgress
+    slow_network = Latency(backend.client("dynamodb"), backend.clock, seconds=0.05)  # both claims in flight at once
+    store = IdempotencyStore(slow_network, topology.table_name, backend.clock)
 
-    with pytest.raises(AlreadyInProgress):
-        fleet.store.claim("alert-1", "researcher")
-    fleet.store.complete(first, {"ticket": 41})
+    def claim():
+        try:
+            return store.claim("alert-1", "researcher")
+        except AlreadyInProgress:
+            return "busy"
+
+    results = backend.clock.run_together(claim, claim)
+    assert sorted(type(r).__name__ for r in results) == ["Claim", "str"]
+    winner = next(r for r in results if isinstance(r, Claim))
+    fleet.store.complete(winner, {"ticket": 41})
     again = fleet.store.claim("alert-1", "researcher")
     assert again.result == {"ticket": 41}
 
@@ -147,8 +206,6 @@ def test_an_expired_lease_is_reclaimed(backend, topology):
     backend.clock.sleep(fleet.store.lease_seconds + 1)
     taken = fleet.store.claim("alert-2", "researcher")
     assert taken.reclaimed_from == dead.owner
-    from fleetlab.errors import LeaseLost
-
     with pytest.raises(LeaseLost):
         fleet.store.complete(dead, "late")
 
@@ -156,8 +213,7 @@ def test_an_expired_lease_is_reclaimed(backend, topology):
 def test_partial_batch_response_deletes_only_the_successes(backend, topology):
     queue = topology.queue("coder")
     sqs = backend.client("sqs")
-    for n in range(4):
-        sqs.send_message(QueueUrl=queue.url, MessageBody=json.dumps(step(n, "coder").detail()))
+    send_steps(backend, queue, 4)
 
     def handler(event, context):
         bad = [r["messageId"] for r in event["Records"] if json.loads(r["body"])["trace_id"] == "alert-2"]
@@ -173,14 +229,76 @@ def test_partial_batch_response_deletes_only_the_successes(backend, topology):
 
 def test_an_unknown_item_identifier_fails_the_whole_batch(backend, topology):
     queue = topology.queue("coder")
-    sqs = backend.client("sqs")
-    for n in range(3):
-        sqs.send_message(QueueUrl=queue.url, MessageBody=json.dumps(step(n, "coder").detail()))
+    send_steps(backend, queue, 3)
     poller = BatchPoller(
         backend, queue.url, queue.arn, lambda event, ctx: {"batchItemFailures": [{"itemIdentifier": "nope"}]}
     )
     outcome = poller.poll_once()
     assert outcome.deleted == 0 and "whole batch" in outcome.error
+
+
+def test_a_batch_that_crashes_after_its_effects_comes_back_whole(backend, topology):
+    """Lambda's function dies after its effects, before returning: nothing is deleted, every record returns."""
+    queue = topology.queue("coder")
+    send_steps(backend, queue, 3)
+
+    def handler(event, context):
+        for record in event["Records"]:
+            context.record_effect(record, kind="ticket")
+        return {"batchItemFailures": []}
+
+    crash = FaultPlan(crashes=(Crash(CrashPoint.AFTER_EFFECT_BEFORE_DELETE, "alert-1"),))
+    ledger, tracer = EffectsLedger(), Tracer()
+    poller = BatchPoller(backend, queue.url, queue.arn, handler, faults=crash, ledger=ledger, tracer=tracer)
+    first = poller.poll_once()
+    assert (first.status, first.received, first.deleted, first.error) == ("crashed", 3, 0, "after_effect_before_delete")
+    backend.clock.sleep(queue.visibility_timeout + 1)
+    second = poller.poll_once()
+    assert (second.status, second.received, second.deleted) == ("done", 3, 3)
+    assert ledger.summary().duplicated == 3  # no idempotency: every effect ran twice
+    hops = [(h.name, h.attrs.get("receive")) for h in tracer.timeline("alert-1")]
+    assert hops == [("received", 1), ("effect", None), ("crashed", None),
+                    ("received", 2), ("effect", None), ("deleted", None)]
+
+
+def powertools_handler(record_handler):
+    """A Lambda handler that runs ``record_handler(record, lambda_context)`` per record, as Powertools does."""
+    from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+
+    processor = BatchProcessor(event_type=EventType.SQS)
+
+    def handler(event, context):
+        return process_partial_response(event=event, record_handler=record_handler, processor=processor,
+                                        context=context)
+
+    return handler
+
+
+def test_powertools_partial_batch_responses_keep_only_the_failed_records(backend, topology):
+    queue = topology.queue("coder")
+    send_steps(backend, queue, 4)
+
+    def record_handler(record, lambda_context):
+        if json.loads(record.body)["trace_id"] == "alert-2":
+            raise ValueError("the tool output is unparseable")
+        lambda_context.record_effect(record, kind="ticket")
+
+    tracer = Tracer()
+    poller = BatchPoller(backend, queue.url, queue.arn, powertools_handler(record_handler), tracer=tracer)
+    outcome = poller.poll_once()
+    assert (outcome.status, outcome.received, outcome.deleted, len(outcome.failed_ids)) == ("failed", 4, 3, 1)
+    assert poller.ledger.summary(expected={"alert-0", "alert-1", "alert-3"}).exactly_once
+    assert [h.name for h in tracer.timeline("alert-2")] == ["received", "failed"]
+
+
+def test_a_crash_before_an_effect_kills_the_whole_invocation_even_under_powertools(backend, topology):
+    """A killed process runs no except clause: Powertools must not turn the crash into one failed record."""
+    queue = topology.queue("coder")
+    send_steps(backend, queue, 2)
+    handler = powertools_handler(lambda record, lambda_context: lambda_context.record_effect(record))
+    crash = FaultPlan(crashes=(Crash(CrashPoint.BEFORE_EFFECT, "alert-1"),))
+    outcome = BatchPoller(backend, queue.url, queue.arn, handler, faults=crash).poll_once()
+    assert (outcome.status, outcome.deleted, len(outcome.failed_ids)) == ("crashed", 0, 2)
 
 
 def test_the_orchestrator_round_trip_succeeds_through_the_bus(backend, topology):

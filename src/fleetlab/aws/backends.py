@@ -46,31 +46,34 @@ _SFN_EXECUTION = {"stepfunctions": {"execute_state_machine": True}}
 class Backend:
     """An open backend: boto3 clients, a clock, and how to shut it down.
 
-    ``client(service)`` returns one cached client per service. ``receive_lock``
-    serialises receives on one queue where the backend needs it (moto's
-    ReceiveMessage does not lock, so concurrent receivers can get duplicates
-    that AWS would never hand out within a visibility window).
+    ``client(service)`` returns one cached client per service (retries on);
+    ``unretried_client(service)`` one that makes a single attempt, for calls
+    a backend may not implement. ``receive_lock`` serialises receives on one
+    queue where the backend needs it (moto's ReceiveMessage does not lock, so
+    concurrent receivers can get duplicates that AWS would never hand out
+    within a visibility window).
     """
 
     name: str
     region: str
     clock: Clock
-    make_client: Callable[[str], Any]
+    make_client: Callable[[str, botocore.config.Config], Any]
     endpoint: str | None = None
     serialise_receives: bool = False
     details: dict[str, str] = field(default_factory=dict)
-    _on_close: list[Callable[[], None]] = field(default_factory=list)
-    _clients: dict[str, Any] = field(default_factory=dict)
-    _locks: dict[str, threading.Lock] = field(default_factory=dict)
-    _guard: threading.Lock = field(default_factory=threading.Lock)
+    _closers: contextlib.ExitStack = field(default_factory=contextlib.ExitStack, repr=False)
+    _clients: dict[tuple[str, bool], Any] = field(default_factory=dict, repr=False)
+    _locks: dict[str, threading.Lock] = field(default_factory=dict, repr=False)
+    _guard: threading.Lock = field(default_factory=threading.Lock, repr=False)
     closed: bool = False
 
     def client(self, service: str) -> Any:
-        """The boto3 client for ``service`` on this backend (cached)."""
-        with self._guard:
-            if service not in self._clients:
-                self._clients[service] = self.make_client(service)
-            return self._clients[service]
+        """The boto3 client for ``service`` on this backend (cached), retrying throttles and 5xx."""
+        return self._client(service, retried=True)
+
+    def unretried_client(self, service: str) -> Any:
+        """A client for ``service`` that makes one attempt: an unimplemented call fails once, quietly."""
+        return self._client(service, retried=False)
 
     @contextlib.contextmanager
     def receive_lock(self, queue_url: str) -> Iterator[None]:
@@ -91,13 +94,24 @@ class Backend:
     def is_emulated(self) -> bool:
         return self.name != "aws"
 
+    @property
+    def outlives_process(self) -> bool:
+        """True when what this process makes survives it (LocalStack, AWS): a dead kernel leaves it behind."""
+        return self.name in ("localstack", "aws")
+
     def close(self) -> None:
-        """Stop what the backend started (server, mock, clock). Idempotent."""
+        """Stop what the backend started (server, mock, clock), newest first. Idempotent."""
         if self.closed:
             return
         self.closed = True
-        for stop in reversed(self._on_close):
-            stop()
+        self._closers.close()
+
+    def _client(self, service: str, *, retried: bool) -> Any:
+        with self._guard:
+            if (service, retried) not in self._clients:
+                config = _retry_config() if retried else _retry_config(attempts=1)
+                self._clients[(service, retried)] = self.make_client(service, config)
+            return self._clients[(service, retried)]
 
 
 def open_backend(name: str | None = None) -> Backend:
@@ -142,9 +156,10 @@ def real_aws_refused(before: str = "") -> RealAwsRefused:
     return RealAwsRefused(f"{before}\n{refusal}" if before else refusal)
 
 
-def _retry_config(retries: int = 4) -> botocore.config.Config:
+def _retry_config(attempts: int = 5) -> botocore.config.Config:
+    """Standard retries: ``attempts`` tries in all (by default the first and four retries)."""
     return botocore.config.Config(
-        retries={"max_attempts": retries, "mode": "standard"},
+        retries={"total_max_attempts": attempts, "mode": "standard"},
         connect_timeout=5,
         read_timeout=70,
     )
@@ -156,63 +171,83 @@ def _quiet_moto_logs() -> None:
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
 
 
+class _DropServerTraceback(logging.Filter):
+    """Drops the traceback moto's server logs after answering an unimplemented ``action``."""
+
+    def __init__(self, action: str) -> None:
+        super().__init__()
+        self.action = action
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return f"The {self.action} action has not been implemented" not in record.getMessage()
+
+
+def mute_server_traceback(action: str) -> None:
+    """Keep an unimplemented call from printing a server traceback (moto-server logs it after the reply)."""
+    logger = logging.getLogger("werkzeug")
+    if not any(isinstance(f, _DropServerTraceback) and f.action == action for f in logger.filters):
+        logger.addFilter(_DropServerTraceback(action))
+
+
 def _open_moto() -> Backend:
+    """In-process moto. If a step fails, what was already started is stopped again."""
     from moto import mock_aws
 
     _quiet_moto_logs()
-    mock = mock_aws(config=_SFN_EXECUTION)
-    mock.start()
-    clock = VirtualClock()
-    session = boto3.Session(region_name=DEFAULT_REGION, **_FAKE_CREDENTIALS)
-    backend = Backend(
-        name="moto",
-        region=DEFAULT_REGION,
-        clock=clock,
-        make_client=lambda service: session.client(service, config=_retry_config()),
-        serialise_receives=True,
-        details={"emulator": "moto (in-process)", "version": package_version("moto")},
-    )
-    backend._on_close += [mock.stop, clock.close]
-    return backend
+    with contextlib.ExitStack() as started:
+        mock = mock_aws(config=_SFN_EXECUTION)
+        mock.start()
+        started.callback(mock.stop)
+        return _moto_backend("moto", None, "moto (in-process)", started)
 
 
 def _open_moto_server() -> Backend:
+    """moto's threaded server on a free loopback port. If a step fails, what was already started is undone."""
     from moto.server import ThreadedMotoServer
 
     _quiet_moto_logs()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    # Step Functions tasks call back into the server; they find it through MOTO_PORT.
-    previous_port = os.environ.get("MOTO_PORT")
-    os.environ["MOTO_PORT"] = str(port)
-    _post_json(f"{endpoint}/moto-api/config", _SFN_EXECUTION)
+    with contextlib.ExitStack() as started:
+        server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        server.start()
+        started.callback(server.stop)
+        host, port = server.get_host_and_port()
+        endpoint = f"http://{host}:{port}"
+        # Step Functions tasks call back into the server; they find it through MOTO_PORT.
+        started.enter_context(_environment("MOTO_PORT", str(port)))
+        _post_json(f"{endpoint}/moto-api/config", _SFN_EXECUTION)
+        started.callback(_post_json, f"{endpoint}/moto-api/reset", {})
+        return _moto_backend("moto-server", endpoint, f"moto server at {endpoint}", started)
+
+
+def _moto_backend(name: str, endpoint: str | None, emulator: str, started: contextlib.ExitStack) -> Backend:
+    """Start the virtual clock last (it is what fails when another backend is open) and hand over ``started``."""
     clock = VirtualClock()
+    started.callback(clock.close)
     session = boto3.Session(region_name=DEFAULT_REGION, **_FAKE_CREDENTIALS)
-    backend = Backend(
-        name="moto-server",
+    return Backend(
+        name=name,
         region=DEFAULT_REGION,
         clock=clock,
         endpoint=endpoint,
-        make_client=lambda service: session.client(
-            service, endpoint_url=endpoint, config=_retry_config()
-        ),
+        make_client=lambda service, config: session.client(service, endpoint_url=endpoint, config=config),
         serialise_receives=True,
-        details={"emulator": f"moto server at {endpoint}", "version": package_version("moto")},
+        details={"emulator": emulator, "version": package_version("moto")},
+        _closers=started.pop_all(),
     )
 
-    def restore_port() -> None:
-        if previous_port is None:
-            os.environ.pop("MOTO_PORT", None)
+
+@contextlib.contextmanager
+def _environment(variable: str, value: str) -> Iterator[None]:
+    """Set ``variable`` for as long as the block (the backend) lives, then restore what was there."""
+    previous = os.environ.get(variable)
+    os.environ[variable] = value
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(variable, None)
         else:
-            os.environ["MOTO_PORT"] = previous_port
-
-    def reset_server_state() -> None:
-        _post_json(f"{endpoint}/moto-api/reset", {})
-
-    backend._on_close += [server.stop, restore_port, clock.close, reset_server_state]
-    return backend
+            os.environ[variable] = previous
 
 
 # Services a LocalStack set-up may serve from another endpoint (the host-mode
@@ -227,8 +262,9 @@ def _open_localstack() -> Backend:
     _require_reachable(
         f"{endpoint}/_localstack/health",
         "LocalStack",
-        "start it with ../shared/tools/localstack-host/start.sh (no Docker) or `docker compose up localstack` "
-        "(current images stop at once without LOCALSTACK_AUTH_TOKEN); see docs/troubleshooting.md#localstack-not-reachable-or-asking-for-a-token",
+        "start it (`make localstack-up` without Docker, or `docker compose up localstack`, whose current images "
+        "stop at once without LOCALSTACK_AUTH_TOKEN) or point LOCALSTACK_ENDPOINT at it; "
+        "see docs/troubleshooting.md#localstack-not-reachable-or-asking-for-a-token",
     )
     apart = {
         service: os.environ[variable].rstrip("/")
@@ -241,10 +277,10 @@ def _open_localstack() -> Backend:
     session = LocalstackSession(localstack_host=host, region_name=DEFAULT_REGION)
     plain = boto3.Session(region_name=DEFAULT_REGION, **_FAKE_CREDENTIALS)
 
-    def make_client(service: str) -> Any:
+    def make_client(service: str, config: botocore.config.Config) -> Any:
         if service in apart:
-            return plain.client(service, endpoint_url=apart[service], config=_retry_config())
-        return session.client(service, config=_retry_config())
+            return plain.client(service, endpoint_url=apart[service], config=config)
+        return session.client(service, config=config)
 
     return Backend(
         name="localstack",
@@ -269,7 +305,7 @@ def _open_aws() -> Backend:
         name="aws",
         region=region,
         clock=RealClock(),
-        make_client=lambda service: session.client(service, region_name=region, config=_retry_config()),
+        make_client=lambda service, config: session.client(service, region_name=region, config=config),
         details={"emulator": "none: real AWS"},
     )
     try:

@@ -10,17 +10,20 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..events.envelope import REQUESTED, SOURCE, Envelope
-from ..errors import FleetlabError
-from ..state.idempotency import COMPLETED, INPROGRESS
 from ..agents.model import FakeModel
-from ..pipeline import Fleet
 from ..aws.topology import AgentClass, TopologySpec
-from ..sqs.worker import parse_body
+from ..clock import Clock
+from ..errors import MeasurementFailed, PartlyRefused
+from ..events.envelope import REQUESTED, SOURCE, Envelope
+from ..pipeline import Fleet
+from ..sqs.messages import parse_body
+from ..state.conditions import CLAIMABLE, INPROGRESS, INPROGRESS_VALUE, NOW, attribute_names, number, string
+from ..state.conditions import key as record_key
+from ..state.idempotency import claim_item, complete_write
 from .report import row
 from .scaffold import TINY_LATENCY, provisioned
 
-OVERHEAD_GOAL = 1.25  # library step time / raw boto3 step time (COURSE.md, Targets)
+OVERHEAD_GOAL = 1.25  # library step time / raw boto3 step time: the course's overhead target
 STEP_CALLS = (("sqs", "ReceiveMessage"), ("dynamodb", "PutItem"), ("dynamodb", "UpdateItem"), ("sqs", "DeleteMessage"))
 PATHS = ("library", "raw")
 
@@ -58,12 +61,13 @@ def library_overhead(backend_name: str, *, blocks: int = 10, per_block: int = 20
         def library() -> None:
             outcomes = worker.poll_once(max_messages=1)
             if [o.status for o in outcomes] != ["done"]:
-                raise FleetlabError(f"library step did not finish: {outcomes}")
+                raise MeasurementFailed(f"library step did not finish: {outcomes}")
 
         def raw() -> None:
             lease = fleet.store.lease_seconds
-            if raw_step(sqs, ddb, queue.url, topology.table_name, consumer, lease_seconds=lease) != 1:
-                raise FleetlabError("raw step found no message")
+            if raw_step(sqs, ddb, queue.url, topology.table_name, consumer, clock=backend.clock,
+                        lease_seconds=lease) != 1:
+                raise MeasurementFailed("raw step found no message")
 
         run_step = {"library": library, "raw": raw}
         wall: dict[str, list[float]] = {p: [] for p in PATHS}
@@ -156,13 +160,14 @@ def library_overhead(backend_name: str, *, blocks: int = 10, per_block: int = 20
     }
 
 
-def raw_step(sqs: Any, dynamodb: Any, queue_url: str, table: str, consumer: str, *,
+def raw_step(sqs: Any, dynamodb: Any, queue_url: str, table: str, consumer: str, *, clock: Clock,
              lease_seconds: float = 900, window_seconds: float = 86_400) -> int:
     """The four calls of one step, made directly: receive, claim, complete, delete.
 
     Same parameters as the library's (AttributeNames All, the store's
-    conditional PutItem and UpdateItem); no parsing beyond the key, no
-    validation, ledger, tracing or model. Returns how many messages it handled.
+    conditional PutItem and UpdateItem, built from the same named clauses of
+    ``state.conditions``); no parsing beyond the key, no validation, ledger,
+    tracing or model. Returns how many messages it handled.
     """
     messages = sqs.receive_message(
         QueueUrl=queue_url, MaxNumberOfMessages=1, WaitTimeSeconds=0,
@@ -170,34 +175,20 @@ def raw_step(sqs: Any, dynamodb: Any, queue_url: str, table: str, consumer: str,
     ).get("Messages", [])
     for message in messages:
         key = json.loads(message["Body"])["detail"]["trace_id"]
-        now = time.time()
+        now = clock.now()
         owner = uuid.uuid4().hex
         dynamodb.put_item(
             TableName=table,
-            Item={
-                "pk": {"S": key}, "sk": {"S": consumer}, "status": {"S": INPROGRESS}, "owner": {"S": owner},
-                "lease_until": {"N": str(round(now + lease_seconds, 3))},
-                "expires_at": {"N": str(round(now + window_seconds, 3))},
-            },
-            ConditionExpression=("attribute_not_exists(pk) OR expires_at < :now "
-                                 "OR (#status = :inprogress AND lease_until < :now)"),
-            ExpressionAttributeNames={"#status": "status"},
-            ExpressionAttributeValues={":now": {"N": str(round(now, 3))}, ":inprogress": {"S": INPROGRESS}},
+            Item=claim_item(key, consumer, owner=owner, now=now, lease_seconds=lease_seconds,
+                            window_seconds=window_seconds),
+            ConditionExpression=CLAIMABLE,
+            ExpressionAttributeNames=attribute_names(CLAIMABLE),
+            ExpressionAttributeValues={NOW: number(now), INPROGRESS_VALUE: string(INPROGRESS)},
             ReturnValues="ALL_OLD",
             ReturnValuesOnConditionCheckFailure="ALL_OLD",
         )
-        dynamodb.update_item(
-            TableName=table,
-            Key={"pk": {"S": key}, "sk": {"S": consumer}},
-            UpdateExpression="SET #status = :done, #result = :result",
-            ConditionExpression="#owner = :owner",
-            ExpressionAttributeNames={"#status": "status", "#result": "result", "#owner": "owner"},
-            ExpressionAttributeValues={
-                ":done": {"S": COMPLETED},
-                ":result": {"S": json.dumps({"trace_id": key, "text": f"answer for {key}", "latency_s": 0.001})},
-                ":owner": {"S": owner},
-            },
-        )
+        result = {"trace_id": key, "text": f"answer for {key}", "latency_s": 0.001}
+        dynamodb.update_item(TableName=table, Key=record_key(key, consumer), **complete_write(owner, result))
         sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
     return len(messages)
 
@@ -274,8 +265,8 @@ def send_bodies(sqs: Any, queue_url: str, bodies: Sequence[str]) -> None:
         response = sqs.send_message_batch(
             QueueUrl=queue_url, Entries=[{"Id": str(i), "MessageBody": b} for i, b in enumerate(chunk)])
         if response.get("Failed"):
-            raise FleetlabError(f"preloading the queue failed: {response['Failed']}")
-
+            refused = [f"{f['Id']}: {f.get('Code')}" for f in response["Failed"]]
+            raise PartlyRefused(f"preloading the queue: SQS refused {refused}", refused=refused)
 
 
 def _timed(fn: Callable[[], Any]) -> float:

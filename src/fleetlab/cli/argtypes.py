@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Sequence
 
+from ..aws.sweep import check_prefix
+from ..errors import InvalidInput
+
 
 def non_negative_int(text: str) -> int:
     """A whole number >= 0."""
@@ -25,15 +28,23 @@ def positive_int(text: str) -> int:
     return value
 
 
-def positive_number(text: str) -> float:
-    """A number > 0 (decimals allowed)."""
+def positive_float(text: str) -> float:
+    """A number > 0 (seconds, say)."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
     if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+        raise argparse.ArgumentTypeError(f"must be a positive, finite number, got {text}")
     return value
+
+
+def resource_prefix(text: str) -> str:
+    """A resource-name prefix long enough to sweep by (``fl-01-3fa9c2-``)."""
+    try:
+        return check_prefix(text)
+    except InvalidInput as exc:
+        raise argparse.ArgumentTypeError(exc.problem + (f" ({exc.hint})" if exc.hint else "")) from None
 
 
 def choice_list(allowed: Sequence[str], what: str) -> Callable[[str], tuple[str, ...]]:

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..scaling.capacity import IN_FLIGHT_CAP, Capacity, capacity
-from .argtypes import positive_int, positive_number
+from .argtypes import positive_int, positive_float
 
 
 def add_command(subparsers: Any) -> None:
@@ -23,10 +23,10 @@ def add_command(subparsers: Any) -> None:
         "events and PutEvents requests, idempotency writes, in-flight steps against a standard queue's "
         "~120,000 cap, and SendTaskSuccess against its refill rate.",
     )
-    parser.add_argument("--conversations-per-minute", type=positive_number, required=True, metavar="C",
+    parser.add_argument("--conversations-per-minute", type=positive_float, required=True, metavar="C",
                         help="new conversations per minute")
     parser.add_argument("--steps", type=positive_int, required=True, metavar="S", help="steps per conversation")
-    parser.add_argument("--step-seconds", type=positive_number, required=True, metavar="T",
+    parser.add_argument("--step-seconds", type=positive_float, required=True, metavar="T",
                         help="average seconds per step")
     parser.add_argument("--region", default="us-east-1",
                         help="AWS region: sets the SendTaskSuccess refill rate (default us-east-1)")

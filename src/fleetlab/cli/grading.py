@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from .argtypes import positive_float, positive_int
 
 
 def add_commands(subparsers: argparse._SubParsersAction) -> None:
@@ -31,10 +32,12 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     grade = subparsers.add_parser("grade", help="grade submitted notebooks into a gradebook CSV")
     grade.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="notebooks, or folders of them")
     grade.add_argument("--out", type=Path, default=Path("grades.csv"), help="the gradebook CSV to write")
-    grade.add_argument("--cell-timeout", type=float, default=60, help="seconds per cell (default 60)")
-    grade.add_argument("--notebook-timeout", type=float, default=300, help="seconds per notebook (default 300)")
-    grade.add_argument("--grading-timeout", type=float, default=60, help="seconds for the hidden cases (default 60)")
-    grade.add_argument("--workers", type=int, default=2, help="notebooks graded at once (default 2)")
+    grade.add_argument("--cell-timeout", type=positive_float, default=60, help="seconds per cell (default 60)")
+    grade.add_argument("--notebook-timeout", type=positive_float, default=300,
+                       help="seconds per notebook (default 300)")
+    grade.add_argument("--grading-timeout", type=positive_float, default=60,
+                       help="seconds for the hidden cases (default 60)")
+    grade.add_argument("--workers", type=positive_int, default=2, help="notebooks graded at once (default 2)")
     grade.set_defaults(run=_grade)
 
 

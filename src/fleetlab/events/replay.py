@@ -20,13 +20,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..clock import Clock
-from ..errors import FleetlabError, InvalidInput, ReplayFailed
+from ..errors import InvalidInput, ReplayFailed
 
 REPLAY_NAME = "replay-name"
 NOT_A_REPLAY = {REPLAY_NAME: [{"exists": False}]}
@@ -121,27 +120,13 @@ def is_replay(event: Mapping[str, Any]) -> bool:
 
 @dataclass(frozen=True)
 class Archive:
-    """An archive of one bus's events."""
+    """An archive of one bus's events (made with ``aws.resources.Resources.archive``)."""
 
     name: str
     arn: str
     bus_arn: str
     pattern: dict[str, Any] | None
     retention_days: int
-
-
-def create_archive(
-    events: Any, bus_arn: str, name: str, *, pattern: Mapping[str, Any] | str | None = None, retention_days: int = 0
-) -> Archive:
-    """Archive the events of ``bus_arn`` that match ``pattern`` (all without one) for ``retention_days`` (0: forever)."""
-    if isinstance(retention_days, bool) or not isinstance(retention_days, int) or retention_days < 0:
-        raise InvalidInput("retention_days", f"must be a whole number of days, 0 for forever; got {retention_days!r}")
-    request: dict[str, Any] = {"ArchiveName": name, "EventSourceArn": bus_arn, "RetentionDays": retention_days}
-    chosen = None if pattern is None else as_pattern(pattern)
-    if chosen is not None:
-        request["EventPattern"] = json.dumps(chosen)
-    arn = events.create_archive(**request)["ArchiveArn"]
-    return Archive(name=name, arn=arn, bus_arn=bus_arn, pattern=chosen, retention_days=retention_days)
 
 
 @dataclass(frozen=True)
@@ -193,22 +178,18 @@ def start_replay(
 
 
 def wait_for_replay(events: Any, name: str, clock: Clock, *, timeout: float = 60.0, interval: float = 0.2) -> Replay:
-    """Wait, on ``clock``, until the replay ends; return it.
+    """Wait, through ``clock``, until the replay ends; return it.
 
-    Raises ReplayFailed when it ended FAILED or CANCELLED, and FleetlabError
-    (the replay may still be running) after ``timeout`` seconds of real time.
+    Raises ReplayFailed when it ended FAILED or CANCELLED, and Timeout (the
+    replay may still be running: DescribeReplay shows its progress) after
+    ``timeout`` seconds of real time.
     """
-    deadline = time.monotonic() + timeout
-    while True:
-        replay = Replay.described(events.describe_replay(ReplayName=name))
-        if replay.state in _FINISHED:
-            break
-        if time.monotonic() >= deadline:
-            raise FleetlabError(
-                f"replay {name} is still {replay.state} after {timeout:g} s; DescribeReplay shows its progress",
-                may_have_happened=True,
-            )
-        clock.sleep(interval)
+
+    def finished() -> Replay | None:
+        described = Replay.described(events.describe_replay(ReplayName=name))
+        return described if described.state in _FINISHED else None
+
+    replay = clock.wait_until(finished, timeout=timeout, what=f"replay {name}", interval=interval)
     if replay.state != "COMPLETED":
         raise ReplayFailed(name, replay.state, replay.reason)
     return replay

@@ -14,11 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..aws.backends import Backend
+from ..aws.topology import WorkQueue
 from ..events.envelope import Envelope
 from ..ledger import EffectsLedger
-from ..aws.topology import WorkQueue
+from ..sqs import messages
+from ..sqs.worker import Delivery, HandleOutcome, Outcome, QueueWorker
 from ..tracing import Tracer
-from ..sqs.worker import Delivery, HandleOutcome, QueueWorker
 
 
 @dataclass
@@ -143,7 +144,7 @@ def deliver_under_chaos(
         while backend.clock.now() < horizon and not settled():
             found = worker.poll_once()
             outcomes += found
-            deleted.extend(o.message_id for o in found if o.status == "done")
+            deleted.extend(o.message_id for o in found if o.status == Outcome.DONE)
             if not found:
                 backend.clock.sleep(queue.visibility_timeout / 10)
         return outcomes
@@ -154,9 +155,4 @@ def deliver_under_chaos(
 
 
 def _dead_lettered(backend: Backend, queue: WorkQueue) -> int:
-    if not queue.dlq_url:
-        return 0
-    attributes = backend.client("sqs").get_queue_attributes(
-        QueueUrl=queue.dlq_url, AttributeNames=["ApproximateNumberOfMessages"]
-    )["Attributes"]
-    return int(attributes["ApproximateNumberOfMessages"])
+    return messages.depth(backend, queue.dlq_url) if queue.dlq_url else 0

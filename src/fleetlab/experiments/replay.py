@@ -23,9 +23,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..aws.backends import Backend
-from ..aws.topology import _allow_eventbridge, experiment_queue, experiment_table
+from ..aws.resources import Resources
+from ..aws.topology import IDEMPOTENCY_KEYS
 from ..clock import Clock, OffsetClock, library_clock
-from ..errors import FleetlabError, InvalidInput
+from ..errors import InvalidInput, PartlyRefused, Timeout
 from ..events import replay as replays
 from ..events.envelope import COMPLETED, SOURCE, Envelope, batches
 from ..ledger import EffectsLedger
@@ -110,11 +111,11 @@ class ReplayBench:
         targets: Iterable[Target],
         *,
         bus: tuple[str, str] | None = None,
-        patterns: Mapping[str, Mapping[str, Any] | str] | None = None,
+        patterns: Mapping[str, Mapping[str, Any]] | None = None,
         archive_pattern: Mapping[str, Any] | None = COMPLETED_STEPS,
         store_clock: Clock | OffsetClock | None = None,
     ) -> Iterator[ReplayBench]:
-        """Make the bench under ``prefix``; everything it made is deleted when the block ends.
+        """Make the bench under ``prefix``; everything it made is removed when the block ends.
 
         ``bus`` is (name, ARN) of a bus to use, else one is made. ``patterns``
         gives a target's rule its own pattern (default ``COMPLETED_STEPS``).
@@ -125,32 +126,23 @@ class ReplayBench:
         chosen = list(targets)
         if len({t.name for t in chosen}) != len(chosen):
             raise InvalidInput("targets", f"names must be unique, got {[t.name for t in chosen]}")
-        events = backend.client("events")
-        with contextlib.ExitStack() as made:
-            bus_name, bus_arn = bus or _new_bus(events, f"{prefix}bus", made)
-            archive = replays.create_archive(events, bus_arn, f"{prefix}archive", pattern=archive_pattern)
-            made.callback(events.delete_archive, ArchiveName=archive.name)
-            table = made.enter_context(experiment_table(backend, prefix))
+        with Resources(backend, prefix) as made:
+            bus_name, bus_arn = bus or made.bus("bus")
+            pattern = None if archive_pattern is None else dict(archive_pattern)
+            archive = replays.Archive(made.name("archive"), made.archive("archive", source_arn=bus_arn, pattern=pattern),
+                                      bus_arn, pattern, retention_days=0)
+            table = made.table("idempotency", **IDEMPOTENCY_KEYS)
             bench = cls(backend, prefix, bus_name, archive, {t.name: t for t in chosen}, {},
                         store_clock or library_clock(backend.clock))
             for target in chosen:
-                pattern = (patterns or {}).get(target.name, COMPLETED_STEPS)
-                bench._add_target(target, pattern, table, made)
+                bench._add_target(target, (patterns or {}).get(target.name, COMPLETED_STEPS), table, made)
             yield bench
 
-    def _add_target(self, target: Target, pattern: Mapping[str, Any] | str, table: str, made: contextlib.ExitStack) -> None:
-        events = self.backend.client("events")
-        queue = made.enter_context(
-            experiment_queue(self.backend, f"{self.prefix}{target.name}-", visibility_timeout=VISIBILITY)
-        )
-        rule = self._rule_name(target.name)
-        text = pattern if isinstance(pattern, str) else json.dumps(pattern)
-        rule_arn = events.put_rule(Name=rule, EventBusName=self.bus_name, EventPattern=text)["RuleArn"]
-        made.callback(events.delete_rule, Name=rule, EventBusName=self.bus_name)
-        _allow_eventbridge(self.backend.client("sqs"), queue.url, queue.arn, self.archive.bus_arn)
-        events.put_targets(Rule=rule, EventBusName=self.bus_name, Targets=[{"Id": "queue", "Arn": queue.arn}])
-        made.callback(events.remove_targets, Rule=rule, EventBusName=self.bus_name, Ids=["queue"])
-        self.rules[target.name] = rule_arn
+    def _add_target(self, target: Target, pattern: Mapping[str, Any], table: str, made: Resources) -> None:
+        queue = made.queue(target.name, {"VisibilityTimeout": str(VISIBILITY)})
+        made.allow_eventbridge(queue, self.archive.bus_arn)
+        self.rules[target.name] = made.rule(target.name, bus=self.bus_name, pattern=dict(pattern),
+                                            targets=[{"Id": "queue", "Arn": queue.arn}])
         store = None
         if target.dedupes_on:
             lease = min(VISIBILITY, target.window_seconds / 2)
@@ -191,10 +183,10 @@ class ReplayBench:
         ids: list[str] = []
         for request in batches(entries):
             response = events.put_events(Entries=request)
-            refused = [entry.get("ErrorCode") for entry in response["Entries"] if "EventId" not in entry]
+            refused = [str(entry.get("ErrorCode")) for entry in response["Entries"] if "EventId" not in entry]
             if refused:
-                raise FleetlabError(f"EventBridge refused {len(refused)} events ({refused[0]}); the others were "
-                                    "published", may_have_happened=True)
+                raise PartlyRefused(f"EventBridge refused {len(refused)} events ({refused[0]}); the others were "
+                                    "published", refused=refused)
             ids += [entry["EventId"] for entry in response["Entries"]]
         return ids
 
@@ -210,20 +202,23 @@ class ReplayBench:
         self._lost = {name: set(traces) for name, traces in (lost or {}).items()}
         before = len(self.deliveries)
         clock = self.backend.clock
-        deadline = time.monotonic() + timeout
-        quiet_since: float | None = None
-        while time.monotonic() < deadline:
-            found = sum(len(worker.poll_once(max_messages=10)) for worker in self._workers.values())
-            if found:
-                quiet_since = None
-                continue
+        quiet_since: list[float] = []
+
+        def settled() -> bool:
+            if sum(len(worker.poll_once(max_messages=10)) for worker in self._workers.values()):
+                quiet_since.clear()
+                return False
             if clock.virtual:  # moto (both virtual-clock backends) delivers inside PutEvents and StartReplay
-                break
-            quiet_since = quiet_since or time.monotonic()
-            if len(self.deliveries) - before >= expected and time.monotonic() - quiet_since >= SETTLE_SECONDS:
-                break
-            clock.sleep(0.1)
-        self._lost = {}
+                return True
+            quiet_since[:] = quiet_since or [time.monotonic()]
+            return len(self.deliveries) - before >= expected and time.monotonic() - quiet_since[0] >= SETTLE_SECONDS
+
+        try:
+            clock.wait_until(settled, timeout=timeout, what="deliveries to the bench's targets", interval=0.1)
+        except Timeout:
+            pass  # fewer arrived than expected: the caller judges what did
+        finally:
+            self._lost = {}
         return self.deliveries[before:]
 
     def replay(self, *, since: float, until: float | None = None) -> replays.Replay:
@@ -263,15 +258,13 @@ class ReplayBench:
             })
         return Table(rows, title=title)
 
-    def set_pattern(self, target: str, pattern: Mapping[str, Any] | str) -> None:
+    def set_pattern(self, target: str, pattern: Mapping[str, Any]) -> None:
         """Change the pattern of ``target``'s rule (PutRule on the same name updates it)."""
         if target not in self.targets:
             raise InvalidInput("target", f"{target!r} is not on this bench", hint=f"known: {sorted(self.targets)}")
-        text = pattern if isinstance(pattern, str) else json.dumps(pattern)
-        self.backend.client("events").put_rule(Name=self._rule_name(target), EventBusName=self.bus_name, EventPattern=text)
-
-    def _rule_name(self, target: str) -> str:
-        return f"{self.prefix}{target}"
+        self.backend.client("events").put_rule(
+            Name=f"{self.prefix}{target}", EventBusName=self.bus_name, EventPattern=json.dumps(pattern)
+        )
 
     def ids_of(self, trace_id: str, target: str) -> Table:
         """Every delivery of one trace to one target: event id, replay-name and outcome."""
@@ -309,9 +302,3 @@ def configuration_facts(
         "archive": archive,
         "replay_horizon_days": replay_horizon_days,
     }
-
-
-def _new_bus(events: Any, name: str, made: contextlib.ExitStack) -> tuple[str, str]:
-    arn = events.create_event_bus(Name=name)["EventBusArn"]
-    made.callback(events.delete_event_bus, Name=name)
-    return name, arn

@@ -19,8 +19,8 @@ probe → table → cache:
   never probed.
 * ``generator``: ``python -m fleetlab.fidelity --out docs/fidelity.md``.
 
-Measuring moves a virtual clock about 3 days forward (``probes.dynamodb``):
-probe before making time-sensitive state.
+Measuring jumps a virtual clock about 3 days forward (``probes.dynamodb``)
+and back again: afterwards the clock reads what it read before.
 """
 
 from .cache import cache_path, probe

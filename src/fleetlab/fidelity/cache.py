@@ -23,6 +23,7 @@ import boto3
 
 from ..aws.backends import Backend
 from ..errors import ConfigError
+from ..files import write_atomically
 from . import probes
 from .probes.base import Observation
 from .table import FidelityTable
@@ -39,9 +40,9 @@ def probe(backend: Backend, *, refresh: bool = False) -> FidelityTable:
     """The fidelity table of ``backend``: measured once per session, cached on disk.
 
     Reuses this session's table, else a cache file with the same versions,
-    else measures (always, with ``refresh=True``): a few seconds on moto, and
-    a virtual clock moves about 3 days forward. ``aws`` is the reference and
-    is never probed.
+    else measures (always, with ``refresh=True``): a few seconds on moto,
+    after which a virtual clock reads what it read before. ``aws`` is the
+    reference and is never probed.
     """
     if backend.name == "aws":
         return _aws_reference()
@@ -129,10 +130,7 @@ def _read_cache(backend: Backend) -> FidelityTable | None:
 def _write_cache(backend: Backend, table: FidelityTable) -> None:
     path = cache_path(backend)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(f".{os.getpid()}.tmp")
-        partial.write_text(json.dumps(table.to_dict(), indent=2) + "\n")
-        partial.replace(path)
+        write_atomically(path, json.dumps(table.to_dict(), indent=2) + "\n")
     except OSError as exc:  # the table is still valid for this session
         _log.warning("could not cache the fidelity table at %s (%s); set FLEETLAB_HOME to a writable folder",
                      path, exc)

@@ -29,10 +29,22 @@ from nbclient.exceptions import CellExecutionComplete
 from nbformat import NotebookNode
 
 from ..errors import FleetlabError
+from ..status import Status
 
 POLL = 0.25
 _LAUNCH = threading.Lock()  # port choice and launch, one kernel at a time (jupyter_client#487)
-OK, ERROR, TIMEOUT, DEAD = "ok", "error", "timeout", "dead"
+
+
+class CellStatus(Status):
+    """How running one cell ended."""
+
+    OK = "ok"
+    ERROR = "error"
+    """The cell raised."""
+    TIMEOUT = "timeout"
+    """The cell overran its time and was interrupted (or its kernel killed)."""
+    DEAD = "dead"
+    """The kernel died."""
 
 
 class KernelStartFailed(FleetlabError):
@@ -41,10 +53,10 @@ class KernelStartFailed(FleetlabError):
 
 @dataclass(frozen=True)
 class CellRun:
-    """How one cell ended: ``ok``, ``error`` (it raised), ``timeout`` or ``dead`` (the kernel died)."""
+    """How one cell ended (see CellStatus)."""
 
     index: int
-    status: str
+    status: CellStatus
     seconds: float
     error: str = ""
 
@@ -120,21 +132,21 @@ class NotebookKernel:
         self._outputs.clear_before_next_output = False  # nbclient's per-cell state, as its own loop sets it
         started = time.monotonic()
         if not self.alive:
-            return CellRun(index, DEAD, 0.0, "the kernel was already dead")
+            return CellRun(index, CellStatus.DEAD, 0.0, "the kernel was already dead")
         waiting = _Waiting(self._client.execute(cell.source, allow_stdin=False, stop_on_error=False))
         status = self._wait(waiting, index, started + timeout)
-        if status == TIMEOUT:
+        if status == CellStatus.TIMEOUT:
             self._manager.interrupt_kernel()
-            if self._wait(waiting, index, time.monotonic() + self.grace) != OK:
+            if self._wait(waiting, index, time.monotonic() + self.grace) != CellStatus.OK:
                 self._kill()
-            return CellRun(index, TIMEOUT, time.monotonic() - started, f"timed out after {timeout:g} s")
+            return CellRun(index, CellStatus.TIMEOUT, time.monotonic() - started, f"timed out after {timeout:g} s")
         seconds = time.monotonic() - started
-        if status == DEAD:
-            return CellRun(index, DEAD, seconds, "the kernel died")
+        if status == CellStatus.DEAD:
+            return CellRun(index, CellStatus.DEAD, seconds, "the kernel died")
         content = waiting.reply["content"] if waiting.reply else {}
         if content.get("status") == "ok":
-            return CellRun(index, OK, seconds)
-        return CellRun(index, ERROR, seconds, f"{content.get('ename', 'Error')}: {content.get('evalue', '')}")
+            return CellRun(index, CellStatus.OK, seconds)
+        return CellRun(index, CellStatus.ERROR, seconds, f"{content.get('ename', 'Error')}: {content.get('evalue', '')}")
 
     def shutdown(self) -> None:
         """Stop the channels and kill the kernel with its process group. Idempotent."""
@@ -144,17 +156,17 @@ class NotebookKernel:
         if self._manager.has_kernel:
             self._kill()
 
-    def _wait(self, waiting: _Waiting, index: int, deadline: float) -> str:
+    def _wait(self, waiting: _Waiting, index: int, deadline: float) -> CellStatus:
         while not waiting.finished:
             if time.monotonic() >= deadline:
-                return TIMEOUT
+                return CellStatus.TIMEOUT
             if waiting.idle:  # only the reply is missing
                 heard = self._poll_shell(waiting, POLL)
             else:
                 heard = self._poll_iopub(waiting, index) | self._poll_shell(waiting, 0)
             if not heard and not self._manager.is_alive():
-                return DEAD
-        return OK
+                return CellStatus.DEAD
+        return CellStatus.OK
 
     def _poll_iopub(self, waiting: _Waiting, index: int) -> bool:
         """Handle iopub messages for at most one slice (a flood of output cannot hold it); True when any arrived."""

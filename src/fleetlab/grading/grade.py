@@ -27,7 +27,7 @@ import nbformat
 from nbformat import NotebookNode
 
 from ..errors import InvalidInput
-from .executor import DEAD, ERROR, OK, TIMEOUT, KernelStartFailed, NotebookKernel
+from .executor import CellStatus, KernelStartFailed, NotebookKernel
 from .sandbox import kernel_env
 from .session import GRADES_MIME
 
@@ -108,13 +108,13 @@ def execute(job: Job) -> None:
         cut_by_notebook = remaining < job.limits.cell
         run = job.kernel.run_cell(index, max(0.0, min(job.limits.cell, remaining)))
         where = f"cell {index + 1}"
-        if run.status == ERROR:
+        if run.status == CellStatus.ERROR:
             job.errors.append(f"{where} raised {_short(run.error)}")
-        elif run.status == TIMEOUT:
+        elif run.status == CellStatus.TIMEOUT:
             limit = f"ran past the notebook's {job.limits.notebook:g} s limit" if cut_by_notebook else run.error
             job.errors.append(f"{where} {limit}")
             return
-        elif run.status == DEAD:
+        elif run.status == CellStatus.DEAD:
             job.errors.append(f"the kernel died in {where}")
             return
 
@@ -126,11 +126,11 @@ def add_hidden_cases(job: Job) -> None:
     job.nb.cells.append(nbformat.v4.new_code_cell(grading_source(job.nonce)))
     index = len(job.nb.cells) - 1
     run = job.kernel.run_cell(index, job.limits.grading)
-    if run.status == OK:
+    if run.status == CellStatus.OK:
         job.grading_cell = index
-    elif run.status == DEAD:
+    elif run.status == CellStatus.DEAD:
         job.errors.append("the kernel died while grading")
-    elif run.status == TIMEOUT:
+    elif run.status == CellStatus.TIMEOUT:
         job.errors.append(f"grading timed out after {job.limits.grading:g} s")
     else:
         job.errors.append(f"grading failed ({run.error.split(':', 1)[0]})")  # no message: it may quote hidden inputs

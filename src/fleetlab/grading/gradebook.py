@@ -8,13 +8,14 @@ has no such exercise, as when one folder holds several labs), ``total``,
 from __future__ import annotations
 
 import csv
+import io
 import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 from rich.table import Table
 
+from ..files import write_atomically
 from .display import format_points
 from .grade import GradeRow
 
@@ -42,18 +43,12 @@ def cells(row: GradeRow, checks: Sequence[str]) -> list[str]:
 def write_csv(rows: Sequence[GradeRow], path: Path) -> None:
     """Write the gradebook to ``path`` atomically (a reader never sees half a file)."""
     checks = check_columns(rows)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".grades-", suffix=".csv")
-    try:
-        with os.fdopen(handle, "w", newline="", encoding="utf-8") as file:
-            writer = csv.writer(file)
-            writer.writerow(["notebook", *checks, "total", "error"])
-            for row in rows:
-                writer.writerow([row.notebook, *cells(row, checks), format_points(row.total), row.error])
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise
+    text = io.StringIO()
+    writer = csv.writer(text)
+    writer.writerow(["notebook", *checks, "total", "error"])
+    for row in rows:
+        writer.writerow([row.notebook, *cells(row, checks), format_points(row.total), row.error])
+    write_atomically(path, text.getvalue())
 
 
 def summary_table(rows: Sequence[GradeRow]) -> Table:

@@ -8,9 +8,9 @@ two kernels checking at once never corrupt it or lose a result.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
-import tempfile
 import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..files import write_atomically
 from . import registry
 from .results import CheckResult
 
@@ -69,7 +70,7 @@ def record(result: CheckResult) -> None:
             "at": datetime.now(UTC).isoformat(timespec="seconds"),
             "attempts": previous.get("attempts", 0) + 1,
         }
-        _write_atomically(progress_file(), {"version": 1, "checks": checks})
+        write_atomically(progress_file(), json.dumps({"version": 1, "checks": checks}, indent=1, sort_keys=True))
     for view in list(_VIEWS):
         view.refresh()
 
@@ -101,22 +102,6 @@ def watch(view: Any) -> None:
 @contextlib.contextmanager
 def _locked() -> Iterator[None]:
     home().mkdir(parents=True, exist_ok=True)
-    try:
-        import fcntl
-    except ImportError:  # Windows: one writer at a time is the norm there
-        yield
-        return
     with open(home() / "progress.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
-
-
-def _write_atomically(path: Path, data: dict[str, Any]) -> None:
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".progress-", suffix=".json")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            json.dump(data, file, indent=1, sort_keys=True)
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise

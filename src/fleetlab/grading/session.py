@@ -23,7 +23,7 @@ from ..errors import FleetlabError
 from . import progress, registry
 from .display import show
 from .results import STATUSES, CheckResult
-from .runner import run_check
+from .runner import CheckBackend, run_check
 
 GRADES_MIME = "application/vnd.fleetlab.grades+v1+json"
 EXPECT_ENV = "FLEETLAB_EXPECT_CHECKS"
@@ -50,12 +50,15 @@ def grade_session(nonce: str) -> dict[str, Any]:
     """Grade every answer this kernel checked, hidden cases included; emit and return the grades.
 
     Output the learner's code prints while the hidden cases run is discarded,
-    so no hidden input can reach the notebook.
+    so no hidden input can reach the notebook. The checks run on the running
+    lab's backend, or on one opened here (on first need) and closed afterwards:
+    the grading cell usually comes after ``lab.close()``.
     """
     grades: dict[str, Any] = {}
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+    quiet = contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO())
+    with quiet[0], quiet[1], CheckBackend() as backends:
         for check_id, answer in list(_answers.items()):
-            result = run_check(registry.get_check(check_id), answer, include_hidden=True)
+            result = run_check(registry.get_check(check_id), answer, include_hidden=True, backends=backends)
             grades[check_id] = {"status": result.status, "points": result.points, "max_points": result.max_points}
     labs = sorted({check_id.split(".", 1)[0] for check_id in _answers})
     expected = {check.id: check.points for lab in labs for check in registry.checks_of(lab)}

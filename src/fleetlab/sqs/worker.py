@@ -10,19 +10,32 @@ undeleted, so it comes back after its visibility timeout.
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..aws.backends import Backend
-from ..events.envelope import Envelope
 from ..errors import AlreadyInProgress, EnvelopeError, InvalidInput, WorkerCrashed
+from ..events.envelope import Envelope
 from ..faults import CrashPoint, FaultPlan
 from ..ledger import Effect, EffectsLedger
+from ..status import Status
 from ..tracing import Tracer
+from . import messages
+from .messages import parse_body
 
-MAX_RECEIVE_BATCH = 10
+
+class Outcome(Status):
+    """How handling a message ended."""
+
+    DONE = "done"
+    """The handler returned and the message was deleted."""
+    CRASHED = "crashed"
+    """An injected fault killed the worker at a crash point; the message comes back."""
+    BUSY = "busy"
+    """Another worker holds the work's lease (AlreadyInProgress); the message comes back."""
+    FAILED = "failed"
+    """The handler raised; the message comes back, and is dead-lettered after maxReceiveCount."""
 
 
 @dataclass
@@ -63,22 +76,9 @@ class HandleOutcome:
     trace_id: str
     message_id: str
     receive_count: int
-    status: str
+    status: Outcome
     result: Any = None
     error: str = ""
-
-
-def parse_body(raw: str) -> tuple[Any, Envelope | None, EnvelopeError | None]:
-    """Decode a message body: an EventBridge event (envelope in ``detail``) or a bare detail."""
-    try:
-        body = json.loads(raw)
-    except json.JSONDecodeError:
-        return raw, None, EnvelopeError("body", "is not JSON")
-    detail = body.get("detail", body) if isinstance(body, dict) else body
-    try:
-        return body, Envelope.from_detail(detail), None
-    except EnvelopeError as exc:
-        return body, None, exc
 
 
 class QueueWorker:
@@ -154,15 +154,9 @@ class QueueWorker:
 
     def receive(self, max_messages: int = 1) -> list[dict[str, Any]]:
         """One ReceiveMessage call (under the backend's receive lock)."""
-        with self.backend.receive_lock(self.queue_url):
-            response = self.sqs.receive_message(
-                QueueUrl=self.queue_url,
-                MaxNumberOfMessages=min(max_messages, MAX_RECEIVE_BATCH),
-                WaitTimeSeconds=self.wait_seconds,
-                AttributeNames=["All"],
-                MessageAttributeNames=["All"],
-            )
-        return response.get("Messages", [])
+        return messages.receive(
+            self.backend, self.queue_url, max_messages=max_messages, wait_seconds=self.wait_seconds
+        )
 
     def handle(self, message: dict[str, Any]) -> HandleOutcome:
         """Run the handler on one received message, then delete it."""
@@ -174,16 +168,16 @@ class QueueWorker:
             self.faults.check(CrashPoint.AFTER_EFFECT_BEFORE_DELETE, delivery.trace_id, delivery.receive_count)
         except WorkerCrashed as crash:
             self._trace(delivery, "crashed", point=crash.point)
-            return self._outcome(delivery, "crashed", error=crash.point)
+            return self._outcome(delivery, Outcome.CRASHED, error=crash.point)
         except AlreadyInProgress as busy:
             self._trace(delivery, "busy")
-            return self._outcome(delivery, "busy", error=str(busy))
+            return self._outcome(delivery, Outcome.BUSY, error=str(busy))
         except Exception as exc:  # the handler's failure: leave the message for redelivery
             self._trace(delivery, "failed", error=type(exc).__name__)
-            return self._outcome(delivery, "failed", error=f"{type(exc).__name__}: {exc}")
+            return self._outcome(delivery, Outcome.FAILED, error=f"{type(exc).__name__}: {exc}")
         self.sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=delivery.receipt_handle)
         self._trace(delivery, "deleted")
-        return self._outcome(delivery, "done", result=result)
+        return self._outcome(delivery, Outcome.DONE, result=result)
 
     def _delivery(self, message: dict[str, Any]) -> Delivery:
         body, parsed, problem = parse_body(message["Body"])
@@ -191,7 +185,7 @@ class QueueWorker:
             message_id=message["MessageId"],
             receipt_handle=message["ReceiptHandle"],
             body=body,
-            receive_count=int(message.get("Attributes", {}).get("ApproximateReceiveCount", "1")),
+            receive_count=messages.receive_count(message),
             queue_url=self.queue_url,
             worker=self.name,
             envelope=parsed,
@@ -232,5 +226,5 @@ class QueueWorker:
         if self.tracer is not None:
             self.tracer.record(delivery.trace_id, hop, at=self.backend.clock.now(), component=self.name, **attrs)
 
-    def _outcome(self, delivery: Delivery, status: str, *, result: Any = None, error: str = "") -> HandleOutcome:
+    def _outcome(self, delivery: Delivery, status: Outcome, *, result: Any = None, error: str = "") -> HandleOutcome:
         return HandleOutcome(delivery.trace_id, delivery.message_id, delivery.receive_count, status, result, error)

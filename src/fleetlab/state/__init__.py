@@ -1,1 +1,2 @@
-"""The state plane: the idempotency store (``idempotency``) and claim-check to S3 (``claimcheck``)."""
+"""The state plane: DynamoDB condition clauses (``conditions``), the idempotency store
+(``idempotency``) and claim-check to S3 (``claimcheck``)."""

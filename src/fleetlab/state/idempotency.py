@@ -20,17 +20,32 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
-from decimal import Decimal
-from typing import Any, Callable
+from typing import Any
 
 from botocore.exceptions import ClientError
 
+from ..aws.responses import error_code
 from ..clock import Clock
 from ..errors import AlreadyInProgress, InvalidInput, LeaseLost
+from .conditions import (
+    CLAIMABLE,
+    COMPLETED,
+    INPROGRESS,
+    INPROGRESS_VALUE,
+    NOW,
+    OWNED,
+    OWNED_IN_PROGRESS,
+    OWNER,
+    attribute_names,
+    number,
+    string,
+)
+from .conditions import key as record_key
 
-INPROGRESS = "INPROGRESS"
-COMPLETED = "COMPLETED"
+COMPLETE_UPDATE = "SET #status = :done, #result = :result"
+EXTEND_UPDATE = "SET lease_until = :until"
 
 
 @dataclass(frozen=True)
@@ -58,6 +73,7 @@ class IdempotencyStore:
 
     ``lease_seconds`` should be about one visibility timeout;
     ``window_seconds`` must exceed retry window + retention + replay horizon.
+    The conditions are ``state.conditions``'s named clauses.
     """
 
     def __init__(
@@ -91,25 +107,16 @@ class IdempotencyStore:
         try:
             response = self.dynamodb.put_item(
                 TableName=self.table,
-                Item={
-                    "pk": {"S": key},
-                    "sk": {"S": consumer},
-                    "status": {"S": INPROGRESS},
-                    "owner": {"S": owner},
-                    "lease_until": _number(lease_until),
-                    "expires_at": _number(now + self.window_seconds),
-                },
-                ConditionExpression=(
-                    "attribute_not_exists(pk) OR expires_at < :now "
-                    "OR (#status = :inprogress AND lease_until < :now)"
-                ),
-                ExpressionAttributeNames={"#status": "status"},
-                ExpressionAttributeValues={":now": _number(now), ":inprogress": {"S": INPROGRESS}},
+                Item=claim_item(key, consumer, owner=owner, now=now, lease_seconds=self.lease_seconds,
+                                window_seconds=self.window_seconds),
+                ConditionExpression=CLAIMABLE,
+                ExpressionAttributeNames=attribute_names(CLAIMABLE),
+                ExpressionAttributeValues={NOW: number(now), INPROGRESS_VALUE: string(INPROGRESS)},
                 ReturnValues="ALL_OLD",
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as exc:
-            if _code(exc) != "ConditionalCheckFailedException":
+            if error_code(exc) != "ConditionalCheckFailedException":
                 raise
             return self._existing(key, consumer, exc.response.get("Item") or {})
         previous = response.get("Attributes", {})
@@ -125,15 +132,8 @@ class IdempotencyStore:
         saved = _conditionally(
             lambda: self.dynamodb.update_item(
                 TableName=self.table,
-                Key=_key(claim.key, claim.consumer),
-                UpdateExpression="SET #status = :done, #result = :result",
-                ConditionExpression="#owner = :owner",
-                ExpressionAttributeNames={"#status": "status", "#result": "result", "#owner": "owner"},
-                ExpressionAttributeValues={
-                    ":done": {"S": COMPLETED},
-                    ":result": {"S": json.dumps(result)},
-                    ":owner": {"S": claim.owner},
-                },
+                Key=record_key(claim.key, claim.consumer),
+                **complete_write(claim.owner, result),
             )
         )
         if not saved:
@@ -144,19 +144,18 @@ class IdempotencyStore:
 
     def extend(self, claim: Claim) -> Claim:
         """Renew the lease for another ``lease_seconds``. Raises LeaseLost if it is no longer ours."""
-        now = self.clock.now()
-        lease_until = now + self.lease_seconds
+        lease_until = self.clock.now() + self.lease_seconds
         renewed = _conditionally(
             lambda: self.dynamodb.update_item(
                 TableName=self.table,
-                Key=_key(claim.key, claim.consumer),
-                UpdateExpression="SET lease_until = :until",
-                ConditionExpression="#owner = :owner AND #status = :inprogress",
-                ExpressionAttributeNames={"#owner": "owner", "#status": "status"},
+                Key=record_key(claim.key, claim.consumer),
+                UpdateExpression=EXTEND_UPDATE,
+                ConditionExpression=OWNED_IN_PROGRESS,
+                ExpressionAttributeNames=attribute_names(OWNED_IN_PROGRESS),
                 ExpressionAttributeValues={
-                    ":until": _number(lease_until),
-                    ":owner": {"S": claim.owner},
-                    ":inprogress": {"S": INPROGRESS},
+                    ":until": number(lease_until),
+                    OWNER: string(claim.owner),
+                    INPROGRESS_VALUE: string(INPROGRESS),
                 },
             )
         )
@@ -169,21 +168,21 @@ class IdempotencyStore:
         _conditionally(
             lambda: self.dynamodb.delete_item(
                 TableName=self.table,
-                Key=_key(claim.key, claim.consumer),
-                ConditionExpression="#owner = :owner AND #status = :inprogress",
-                ExpressionAttributeNames={"#owner": "owner", "#status": "status"},
-                ExpressionAttributeValues={":owner": {"S": claim.owner}, ":inprogress": {"S": INPROGRESS}},
+                Key=record_key(claim.key, claim.consumer),
+                ConditionExpression=OWNED_IN_PROGRESS,
+                ExpressionAttributeNames=attribute_names(OWNED_IN_PROGRESS),
+                ExpressionAttributeValues={OWNER: string(claim.owner), INPROGRESS_VALUE: string(INPROGRESS)},
             )
         )
 
     def record(self, key: str, consumer: str) -> dict[str, Any] | None:
         """The stored record as plain values, or None."""
-        item = self.dynamodb.get_item(TableName=self.table, Key=_key(key, consumer), ConsistentRead=True).get("Item")
+        item = self.dynamodb.get_item(TableName=self.table, Key=record_key(key, consumer), ConsistentRead=True).get("Item")
         return None if item is None else {name: _plain(value) for name, value in item.items()}
 
     def _existing(self, key: str, consumer: str, item: dict[str, Any]) -> Completed:
         if not item:  # an emulator that does not return the old item: read it
-            item = self.dynamodb.get_item(TableName=self.table, Key=_key(key, consumer), ConsistentRead=True).get("Item", {})
+            item = self.dynamodb.get_item(TableName=self.table, Key=record_key(key, consumer), ConsistentRead=True).get("Item", {})
         if item.get("status", {}).get("S") == COMPLETED:
             return Completed(key=key, consumer=consumer, result=json.loads(item["result"]["S"]))
         lease_until = float(item.get("lease_until", {}).get("N", "0"))
@@ -193,12 +192,31 @@ class IdempotencyStore:
         )
 
 
-def _key(key: str, consumer: str) -> dict[str, Any]:
-    return {"pk": {"S": key}, "sk": {"S": consumer}}
+def claim_item(
+    key: str, consumer: str, *, owner: str, now: float, lease_seconds: float, window_seconds: float
+) -> dict[str, Any]:
+    """The in-progress record a claim writes (with CLAIMABLE as its condition)."""
+    return {
+        **record_key(key, consumer),
+        "status": string(INPROGRESS),
+        "owner": string(owner),
+        "lease_until": number(now + lease_seconds),
+        "expires_at": number(now + window_seconds),
+    }
 
 
-def _number(value: float) -> dict[str, str]:
-    return {"N": str(Decimal(str(round(value, 3))))}
+def complete_write(owner: str, result: Any) -> dict[str, Any]:
+    """UpdateItem's arguments (besides table and key) that save ``result`` for the claim ``owner`` holds."""
+    return {
+        "UpdateExpression": COMPLETE_UPDATE,
+        "ConditionExpression": OWNED,
+        "ExpressionAttributeNames": attribute_names(COMPLETE_UPDATE, OWNED),
+        "ExpressionAttributeValues": {
+            ":done": string(COMPLETED),
+            ":result": string(json.dumps(result)),
+            OWNER: string(owner),
+        },
+    }
 
 
 def _plain(value: dict[str, Any]) -> Any:
@@ -211,11 +229,7 @@ def _conditionally(write: Callable[[], Any]) -> bool:
     try:
         write()
     except ClientError as exc:
-        if _code(exc) != "ConditionalCheckFailedException":
+        if error_code(exc) != "ConditionalCheckFailedException":
             raise
         return False
     return True
-
-
-def _code(exc: ClientError) -> str:
-    return exc.response.get("Error", {}).get("Code", "")

@@ -12,6 +12,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from ..aws.responses import error_code
+
 
 @dataclass(frozen=True)
 class CallbackResult:
@@ -41,5 +43,5 @@ def _callback(call: str, invoke: Any) -> CallbackResult:
     try:
         invoke()
     except ClientError as exc:
-        return CallbackResult(call, False, exc.response["Error"].get("Code", "unknown"))
+        return CallbackResult(call, False, error_code(exc))
     return CallbackResult(call, True)

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import FleetlabError
+from ..clock import Clock
 
 
 def start_execution(sfn: Any, state_machine_arn: str, payload: dict[str, Any]) -> str:
@@ -18,21 +17,20 @@ def start_execution(sfn: Any, state_machine_arn: str, payload: dict[str, Any]) -
     )["executionArn"]
 
 
-def wait_for_execution(sfn: Any, execution_arn: str, *, timeout: float = 30.0) -> dict[str, Any]:
-    """Poll until the execution leaves RUNNING; raises FleetlabError after ``timeout`` real seconds."""
-    deadline = time.monotonic() + timeout
-    delay = 0.01
-    while True:
+def wait_for_execution(sfn: Any, execution_arn: str, *, clock: Clock, timeout: float = 30.0) -> dict[str, Any]:
+    """Poll until the execution leaves RUNNING and return its description.
+
+    Polls on ``clock``'s real-time wait (Step Functions timers run in real
+    time on every backend). Raises Timeout after ``timeout`` real seconds:
+    the execution is waiting for a callback or a timer and may still end.
+    """
+
+    def ended() -> dict[str, Any] | None:
         description = sfn.describe_execution(executionArn=execution_arn)
-        if description["status"] != "RUNNING":
-            return description
-        if time.monotonic() > deadline:
-            raise FleetlabError(
-                f"execution {execution_arn.rsplit(':', 1)[-1]} still RUNNING after {timeout} s; "
-                "it is waiting for a callback or a timer"
-            )
-        time.sleep(delay)
-        delay = min(delay * 2, 0.2)
+        return description if description["status"] != "RUNNING" else None
+
+    name = execution_arn.rsplit(":", 1)[-1]
+    return clock.wait_until(ended, timeout=timeout, what=f"execution {name}, waiting for a callback or a timer")
 
 
 @dataclass(frozen=True)

@@ -31,8 +31,13 @@ def feature_ids() -> tuple[str, ...]:
 
 
 def measure(backend: Backend) -> tuple[Finding, ...]:
-    """Every registered probe, run once on ``backend``, in registry order."""
-    return tuple(finding for probe_ in PROBES for finding in _run(probe_, backend))
+    """Every registered probe, run once on ``backend``, in registry order.
+
+    Leaves the backend's clock where it found it: the days a virtual clock
+    jumps (to see TTL deletion) are taken back afterwards.
+    """
+    with backend.clock.excursion():
+        return tuple(finding for probe_ in PROBES for finding in _run(probe_, backend))
 
 
 def _run(probe_: Probe, backend: Backend) -> tuple[Finding, ...]:

@@ -1,9 +1,8 @@
 """DynamoDB probes: TTL deletion.
 
-Measuring moves a virtual clock (the whole process's time) about 3 days
-forward, since TTL deletion is only a divergence once AWS's 48 h have passed:
-probe before making time-sensitive state (messages with a short retention,
-leases). On a real clock the finding is "not measured" (AWS may take 48 h)
+Measuring jumps a virtual clock (the whole process's time) about 3 days
+forward, since TTL deletion is only a divergence once AWS's 48 h have passed;
+``probes.measure`` takes the jump back afterwards. On a real clock the finding is "not measured" (AWS may take 48 h)
 and *not* matching AWS: the table never claims a fidelity it did not see, and
 the workaround (treat expired items as absent) is right on AWS too.
 """

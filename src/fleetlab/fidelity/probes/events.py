@@ -11,7 +11,8 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from .base import Feature, Observation, Probe, register
-from .scratch import Queue, Scratch, error_code, poll
+from ...aws.responses import error_code
+from .scratch import Queue, Scratch
 
 PROBES: list[Probe] = []
 """This service's probes, in the order their findings appear in a table."""
@@ -139,9 +140,7 @@ class _ReplayBench:
     def build(cls, scratch: Scratch) -> _ReplayBench:
         events = scratch.client("events")
         bus, bus_arn = scratch.bus("replay")
-        archive = scratch.name("archive")
-        archive_arn = events.create_archive(ArchiveName=archive, EventSourceArn=bus_arn)["ArchiveArn"]
-        scratch.on_teardown(archive, events.delete_archive, ArchiveName=archive)
+        archive_arn = scratch.archive("archive", source_arn=bus_arn)
         source = scratch.name("replay")
         named, unnamed = scratch.queue("replay-named"), scratch.queue("replay-unnamed")
         named_rule = scratch.rule(bus, "replay-named", source, [{"Id": "queue", "Arn": named.arn}])
@@ -160,8 +159,9 @@ class _ReplayBench:
             Destination={"Arn": self.bus_arn, **destination},
         )
         done = ("COMPLETED", "FAILED", "CANCELLED")
-        if not poll(lambda: events.describe_replay(ReplayName=name)["State"] in done, seconds=30):
-            raise RuntimeError(f"replay {name} did not finish within 30 s")
+        self.scratch.wait_until(
+            lambda: events.describe_replay(ReplayName=name)["State"] in done, seconds=30, what=f"replay {name}"
+        )
         return name
 
 

@@ -9,7 +9,10 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from .base import Feature, Observation, Probe, register
-from .scratch import Scratch, error_code, mute_server_traceback, poll
+from ...aws.backends import mute_server_traceback
+from ...aws.responses import error_code, http_status
+from ...errors import Timeout
+from .scratch import Scratch
 
 PROBES: list[Probe] = []
 """This service's probes, in the order their findings appear in a table."""
@@ -91,11 +94,12 @@ def _start_message_move_task(scratch: Scratch) -> Observation:
     except NotImplementedError:
         return Observation("not implemented: the call raises Python NotImplementedError", False)
     except ClientError as exc:
-        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
-        if status >= 500:
-            return Observation(f"not implemented: the server answers HTTP {status}", False)
+        if http_status(exc) >= 500:
+            return Observation(f"not implemented: the server answers HTTP {http_status(exc)}", False)
         return Observation(f"rejected: {error_code(exc)}", False)
-    if poll(lambda: scratch.receive(source.url, wait=1), seconds=10) is None:
+    try:
+        scratch.wait_until(lambda: scratch.receive(source.url, wait=1), seconds=10, what="the moved message")
+    except Timeout:
         return Observation("the task started but the message did not reach the source within 10 s", False)
     return Observation("supported: the parked message moved back to its source", True)
 

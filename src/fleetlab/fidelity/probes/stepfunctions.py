@@ -15,7 +15,8 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from .base import Feature, Observation, Probe, register
-from .scratch import Scratch, error_code, poll
+from ...aws.responses import error_code
+from .scratch import Scratch
 
 PROBES: list[Probe] = []
 """This service's probes, in the order their findings appear in a table."""
@@ -56,12 +57,11 @@ def _callback_timeouts(scratch: Scratch) -> tuple[Observation, ...]:
     if message is None:
         raise RuntimeError("the task token never reached the queue within 10 s")
     token = json.loads(message["Body"])["token"]
-    ended = poll(
+    scratch.wait_until(
         lambda: sfn.describe_execution(executionArn=execution)["status"] != "RUNNING",
         seconds=_TASK_TIMEOUT_SECONDS + 10,
+        what="the callback execution",
     )
-    if not ended:
-        raise RuntimeError(f"the execution was still running {_TASK_TIMEOUT_SECONDS + 10} s after it started")
     return (
         _heartbeat_error(sfn.get_execution_history(executionArn=execution)["events"]),
         _late_callback(lambda: sfn.send_task_success(taskToken=token, output="{}")),

@@ -36,7 +36,8 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 
-from ...aws.topology import DAY, experiment_queue, experiment_table
+from ...aws.resources import Resources
+from ...aws.topology import DAY, IDEMPOTENCY_KEYS
 from ...clock import library_clock
 from ...errors import InvalidInput
 from ...events import replay as replays
@@ -376,40 +377,29 @@ class Setup(Case):
 
 
 def _facts(case: Setup, ctx: Any) -> dict[str, Any]:
+    """Build the case's configuration on the backend and read it back as AWS returns it."""
     backend = ctx.backend
-    events = backend.client("events")
-    prefix = ctx.fresh_prefix()
-    with experiment_queue(backend, prefix, visibility_timeout=900) as queue:
-        sqs = backend.client("sqs")
-        sqs.set_queue_attributes(QueueUrl=queue.url,
-                                 Attributes={"MessageRetentionPeriod": str(case.retention_days * DAY)})
-        bus = f"{prefix}bus"
-        bus_arn = events.create_event_bus(Name=bus)["EventBusArn"]
-        rule, archive = f"{prefix}steps", f"{prefix}archive" if case.archive_days is not None else None
-        try:
-            events.put_rule(Name=rule, EventBusName=bus, EventPattern=json.dumps(COMPLETED_STEPS))
-            target: dict[str, Any] = {"Id": "queue", "Arn": queue.arn}
-            if case.retry_policy:
-                target["RetryPolicy"] = RetryPolicy(*case.retry_policy).to_target()
-            events.put_targets(Rule=rule, EventBusName=bus, Targets=[target])
-            if archive:
-                replays.create_archive(events, bus_arn, archive, pattern=COMPLETED_STEPS,
-                                       retention_days=case.archive_days)
-            return configuration_facts(backend, bus_name=bus, rule=rule, queue_url=queue.url,
-                                       archive_name=archive, replay_horizon_days=case.runbook_days)
-        finally:
-            if archive:
-                events.delete_archive(ArchiveName=archive)
-            events.remove_targets(Rule=rule, EventBusName=bus, Ids=["queue"])
-            events.delete_rule(Name=rule, EventBusName=bus)
-            events.delete_event_bus(Name=bus)
+    with Resources(backend, ctx.fresh_prefix()) as made:
+        queue = made.queue("steps", {"MessageRetentionPeriod": str(case.retention_days * DAY)})
+        bus, bus_arn = made.bus("bus")
+        target: dict[str, Any] = {"Id": "queue", "Arn": queue.arn}
+        if case.retry_policy:
+            target["RetryPolicy"] = RetryPolicy(*case.retry_policy).to_target()
+        made.rule("steps", bus=bus, pattern=COMPLETED_STEPS, targets=[target])
+        archive = None
+        if case.archive_days is not None:
+            made.archive("archive", source_arn=bus_arn, pattern=COMPLETED_STEPS, retention_days=case.archive_days)
+            archive = made.name("archive")
+        return configuration_facts(backend, bus_name=bus, rule=made.name("steps"), queue_url=queue.url,
+                                   archive_name=archive, replay_horizon_days=case.runbook_days)
 
 
 def _store_test(window: float, sources: DuplicateSources, ctx: Any) -> CaseOutcome | None:
     """Run the work once, then send a duplicate just before each holder lets go; None when all were stopped."""
     backend = ctx.backend
     clock = library_clock(backend.clock)  # the store judges expiry itself: records can age by days on any backend
-    with experiment_table(backend, ctx.fresh_prefix()) as table:
+    with Resources(backend, ctx.fresh_prefix()) as made:
+        table = made.table("idempotency", **IDEMPOTENCY_KEYS)
         store = IdempotencyStore(backend.client("dynamodb"), table, clock, lease_seconds=60,
                                  window_seconds=max(window, 61))
         store.complete(store.claim("step-9", "results-store"), "saved")
@@ -545,24 +535,12 @@ def _plain_int(field: str, value: Any) -> Any:
     return value
 
 
-def _stored_target(target: dict[str, Any], ctx: Any) -> dict[str, Any]:
+def _stored_target(target: dict[str, Any], made: Resources) -> dict[str, Any]:
     """Put ``target`` on a real rule and read back what EventBridge stored."""
-    backend = ctx.backend
-    events = backend.client("events")
-    prefix = ctx.fresh_prefix()
-    bus = f"{prefix}bus"
-    events.create_event_bus(Name=bus)
-    rule = f"{prefix}steps"
-    try:
-        events.put_rule(Name=rule, EventBusName=bus, EventPattern=json.dumps(COMPLETED_STEPS))
-        try:
-            events.put_targets(Rule=rule, EventBusName=bus, Targets=[target])
-            return events.list_targets_by_rule(Rule=rule, EventBusName=bus)["Targets"][0]
-        finally:
-            events.remove_targets(Rule=rule, EventBusName=bus, Ids=[target["Id"]])
-    finally:
-        events.delete_rule(Name=rule, EventBusName=bus)
-        events.delete_event_bus(Name=bus)
+    bus, _ = made.bus("bus")
+    made.rule("steps", bus=bus, pattern=COMPLETED_STEPS, targets=[target])
+    events = made.backend.client("events")
+    return events.list_targets_by_rule(Rule=made.name("steps"), EventBusName=bus)["Targets"][0]
 
 
 def _judge_posture(stored: Mapping[str, Any], case: Goal, dlq_arn: str) -> CaseOutcome:
@@ -640,11 +618,11 @@ def _policy_answer(attempts: int, age: int, *, dead_letter: bool = True) -> Any:
 def check_retry_policy(answer: Any, case: Goal, ctx: Any) -> CaseOutcome:
     if not callable(answer):
         return CaseOutcome(False, "pass the function itself: check('06.retry_policy', retry_policy)")
-    with experiment_queue(ctx.backend, ctx.fresh_prefix(), visibility_timeout=60) as dlq, \
-            experiment_queue(ctx.backend, ctx.fresh_prefix(), visibility_timeout=60) as work:
+    with Resources(ctx.backend, ctx.fresh_prefix()) as made:
+        dlq, work = made.queue("target-dlq"), made.queue("work")
         try:
             target = _as_target(answer(case.detect_within, case.alarm_delay, case.ride_out, dlq.arn), work.arn)
-            stored = _stored_target(target, ctx)
+            stored = _stored_target(target, made)
         except InvalidInput as error:
             return CaseOutcome(False, str(error))
         except (ClientError, BotoCoreError) as error:

@@ -1,0 +1,79 @@
+"""DynamoDB condition clauses, each named once, as Powertools' persistence layer names its own.
+
+A conditional write is only as right as its condition, so the clauses live
+here, with the attribute names they use, and every writer (the idempotency
+store, the overhead benchmark's raw step, the token governor) composes the
+same ones::
+
+    ConditionExpression=CLAIMABLE,
+    ExpressionAttributeNames=attribute_names(CLAIMABLE),
+    ExpressionAttributeValues={NOW: number(now), INPROGRESS_VALUE: string(INPROGRESS)},
+
+The record's attributes: ``pk`` (the work's key), ``sk`` (the consumer),
+``status`` (INPROGRESS / COMPLETED), ``owner`` (the claim's random id),
+``lease_until`` (the in-progress expiry), ``expires_at`` (the idempotency
+window, also the table's TTL attribute) and ``result`` (JSON).
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+from typing import Any
+
+INPROGRESS = "INPROGRESS"
+COMPLETED = "COMPLETED"
+
+# Value placeholders the clauses use.
+NOW = ":now"
+OWNER = ":owner"
+INPROGRESS_VALUE = ":inprogress"
+
+# Attribute names that are DynamoDB reserved words go through a placeholder.
+_NAMES = {"#status": "status", "#owner": "owner", "#result": "result"}
+
+RECORD_ABSENT = "attribute_not_exists(pk)"
+"""No record for this key and consumer yet."""
+
+WINDOW_EXPIRED = f"expires_at < {NOW}"
+"""The record outlived its idempotency window (DynamoDB's TTL deletes late, some emulators never)."""
+
+IN_PROGRESS = f"#status = {INPROGRESS_VALUE}"
+"""The work has been claimed and not completed."""
+
+LEASE_EXPIRED = f"{IN_PROGRESS} AND lease_until < {NOW}"
+"""Claimed, but the holder's lease ran out: the holder is presumed dead."""
+
+OWNED = f"#owner = {OWNER}"
+"""The record still belongs to the claim that made it."""
+
+CLAIMABLE = f"{RECORD_ABSENT} OR {WINDOW_EXPIRED} OR ({LEASE_EXPIRED})"
+"""A claim may take the key: no record, an expired one, or an abandoned claim."""
+
+OWNED_IN_PROGRESS = f"{OWNED} AND {IN_PROGRESS}"
+"""Our claim, still running: the lease may be extended or released."""
+
+
+def attribute_names(*expressions: str) -> dict[str, str]:
+    """ExpressionAttributeNames for exactly the ``#placeholders`` the expressions use.
+
+    DynamoDB rejects a name placeholder that no expression uses, so a call
+    passes only these.
+    """
+    used = {name for expression in expressions for name in re.findall(r"#\w+", expression)}
+    return {placeholder: _NAMES[placeholder] for placeholder in sorted(used)}
+
+
+def number(value: float) -> dict[str, str]:
+    """A DynamoDB number attribute value, rounded to the millisecond."""
+    return {"N": str(Decimal(str(round(value, 3))))}
+
+
+def string(value: str) -> dict[str, str]:
+    """A DynamoDB string attribute value."""
+    return {"S": value}
+
+
+def key(work: str, consumer: str) -> dict[str, Any]:
+    """The record's primary key."""
+    return {"pk": string(work), "sk": string(consumer)}

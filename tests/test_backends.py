@@ -1,0 +1,57 @@
+"""Opening a backend is all or nothing: a step that fails undoes what the earlier steps started."""
+
+import os
+import socket
+
+import pytest
+from moto.core.models import MockAWS
+
+from fleetlab.aws.backends import open_backend
+from fleetlab.clock import VirtualClock
+from fleetlab.errors import ConfigError
+
+
+@pytest.fixture
+def clock_already_running():
+    """A virtual clock someone left open: the next backend's clock cannot start."""
+    clock = VirtualClock()
+    yield
+    clock.close()
+
+
+def test_a_moto_backend_that_cannot_start_its_clock_stops_its_mock(clock_already_running):
+    mocks_before = MockAWS._nested_count
+    with pytest.raises(ConfigError, match="already running"):
+        open_backend("moto")
+    assert MockAWS._nested_count == mocks_before
+
+
+def test_a_moto_server_that_cannot_start_its_clock_stops_the_server_and_restores_moto_port(
+    clock_already_running, monkeypatch
+):
+    monkeypatch.setenv("MOTO_PORT", "5999")
+    started = []
+    from moto.server import ThreadedMotoServer
+
+    original_start = ThreadedMotoServer.start
+
+    def remember(self):
+        original_start(self)
+        started.append(self.get_host_and_port())
+
+    monkeypatch.setattr(ThreadedMotoServer, "start", remember)
+    with pytest.raises(ConfigError, match="already running"):
+        open_backend("moto-server")
+    assert os.environ["MOTO_PORT"] == "5999"
+    (host, port), = started
+    with pytest.raises(OSError):
+        socket.create_connection((host, port), timeout=1).close()  # nothing listens there any more
+
+
+def test_a_backend_closes_everything_it_started_once():
+    backend = open_backend("moto-server")
+    port = os.environ["MOTO_PORT"]
+    backend.close()
+    backend.close()
+    assert os.environ.get("MOTO_PORT") != port
+    VirtualClock().close()  # the backend's clock is gone: a new one may start

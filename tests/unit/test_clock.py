@@ -1,0 +1,134 @@
+"""The clock's real-time waits, cancellation of actors, and excursions: no backend needed."""
+
+import threading
+
+import pytest
+
+from fleetlab.clock import ActorCancelled, RealClock, VirtualClock, wait_until
+from fleetlab.errors import ConfigError, Timeout
+
+
+class FakeRealTime:
+    """A monotonic clock that only moves when someone pauses on it: bounds proved without sleeping."""
+
+    def __init__(self):
+        self.now = 0.0
+        self.pauses = []
+
+    def monotonic(self):
+        return self.now
+
+    def pause(self, seconds):
+        self.pauses.append(seconds)
+        self.now += seconds
+
+
+@pytest.fixture
+def clock():
+    virtual = VirtualClock(start=1_800_000_000)
+    yield virtual
+    virtual.close()
+
+
+def spin():
+    while True:
+        pass
+
+
+def actor_threads():
+    return [t for t in threading.enumerate() if t.name.startswith("actor-") and t.is_alive()]
+
+
+def test_wait_until_returns_the_first_truthy_value():
+    answers = iter([None, 0, "", {"status": "SUCCEEDED"}])
+    real = FakeRealTime()
+    value = wait_until(lambda: next(answers), timeout=5, what="x", interval=0.5, monotonic=real.monotonic,
+                       pause=real.pause)
+    assert value == {"status": "SUCCEEDED"}
+    assert real.pauses == [0.5, 0.5, 0.5]
+
+
+def test_wait_until_gives_up_at_the_bound_with_a_timeout_naming_what():
+    real = FakeRealTime()
+    polls = []
+    with pytest.raises(Timeout, match="execution abc") as gave_up:
+        RealClock(monotonic=real.monotonic, pause=real.pause).wait_until(
+            lambda: polls.append(real.now), timeout=2.0, interval=0.5, what="execution abc"
+        )
+    assert polls == [0.0, 0.5, 1.0, 1.5, 2.0]  # one last look at the bound, never a poll past it
+    assert real.now == 2.0
+    assert gave_up.value.may_have_happened
+
+
+def test_the_virtual_clock_waits_on_injected_real_time_not_on_its_own():
+    real = FakeRealTime()
+    virtual = VirtualClock(start=1_800_000_000, monotonic=real.monotonic, pause=real.pause)
+    try:
+        before = virtual.now()
+        with pytest.raises(Timeout):
+            virtual.wait_until(lambda: False, timeout=30, what="a callback")
+        assert real.now == 30
+        assert virtual.now() - before < 1  # no virtual jump: emulator timers run in real time
+    finally:
+        virtual.close()
+
+
+def test_a_spinning_actor_is_cancelled_at_the_timeout_and_the_next_race_runs(clock):
+    with pytest.raises(Timeout, match="actors still running after 0.3 s"):
+        clock.run_together(spin, lambda: clock.sleep(60), timeout=0.3)
+    assert actor_threads() == []
+    assert clock.run_together(lambda: clock.sleep(5) or "a", lambda: "b") == ["a", "b"]
+
+
+def test_cancel_from_another_thread_stops_spinning_and_waiting_actors(clock):
+    outcome = {}
+
+    def race():
+        try:
+            clock.run_together(spin, lambda: clock.sleep(60))
+        except BaseException as exc:  # what the caller of run_together sees
+            outcome["error"] = exc
+
+    caller = threading.Thread(target=race)
+    caller.start()
+    clock.wait_until(lambda: len(actor_threads()) == 2, timeout=5, what="both actors")
+    assert clock.cancel() == 0  # no thread outlived the stop
+    caller.join(timeout=5)
+    assert not caller.is_alive() and actor_threads() == []
+    assert isinstance(outcome["error"], ActorCancelled)
+    assert clock.run_together(lambda: "again") == ["again"]
+
+
+def test_a_learner_catching_exception_cannot_swallow_the_cancel(clock):
+    def stubborn():
+        while True:
+            try:
+                clock.sleep(1)
+            except Exception:  # a learner's broad except
+                continue
+
+    with pytest.raises(Timeout):
+        clock.run_together(stubborn, spin, timeout=0.3)
+    assert actor_threads() == []
+
+
+def test_nesting_is_refused_while_a_group_runs(clock):
+    with pytest.raises(ConfigError, match="cannot be nested"):
+        clock.run_together(lambda: clock.run_together(lambda: None))
+    assert clock.run_together(lambda: 1) == [1]
+
+
+def test_an_excursion_takes_back_the_time_it_spent(clock):
+    before = clock.now()
+    with clock.excursion():
+        clock.sleep(3 * 86_400)
+        assert clock.now() - before >= 3 * 86_400
+    assert abs(clock.now() - before) < 1
+
+
+def test_real_tasks_that_overrun_are_cancelled():
+    real = RealClock()
+    with pytest.raises(Timeout, match="tasks still running after 0.3 s"):
+        real.run_together(spin, lambda: real.sleep(30), timeout=0.3)
+    assert actor_threads() == []
+    assert real.run_together(lambda: "a", lambda: "b") == ["a", "b"]
