@@ -104,7 +104,7 @@ def test_capacity_json(capsys):
 
 @pytest.mark.parametrize("flags, named", [
     (["--conversations-per-minute", "0", "--steps", "15", "--step-seconds", "90"],
-     "argument --conversations-per-minute: must be a positive number"),
+     "argument --conversations-per-minute: must be a positive, finite number"),
     (["--conversations-per-minute", "ten", "--steps", "15", "--step-seconds", "90"],
      "argument --conversations-per-minute: must be a number"),
     (["--conversations-per-minute", "5", "--steps", "0", "--step-seconds", "90"], "argument --steps: must be at least 1"),

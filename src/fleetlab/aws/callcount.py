@@ -28,14 +28,12 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
-from dataclasses import asdict, dataclass, field
 from datetime import date
 from pathlib import Path
 from typing import Any
 
-DATA_DIR = Path(__file__).resolve().parent / "data"
-CALLS_FILE = DATA_DIR / "calls.json"
-REGENERATE = "python -m fleetlab.aws.callcount"
+from .cost import CALLS_FILE, REGENERATE, CallCounts
+
 _HOOK_ID = "fleetlab-callcount"
 # operation -> how many billable items its parameters carry
 _ITEMS = {
@@ -45,24 +43,6 @@ _ITEMS = {
     "TransactWriteItems": lambda p: len(p.get("TransactItems", [])),
     "TransactGetItems": lambda p: len(p.get("TransactItems", [])),
 }
-
-
-@dataclass
-class CallCounts:
-    """What one subject (a lab, the demo, the contract suite) asked of AWS."""
-
-    calls: dict[str, int] = field(default_factory=dict)
-    items: dict[str, int] = field(default_factory=dict)
-    transitions: int = 0
-    executions: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "calls": dict(sorted(self.calls.items())), "items": dict(sorted(self.items.items()))}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> CallCounts:
-        return cls(calls=dict(data.get("calls", {})), items=dict(data.get("items", {})),
-                   transitions=int(data.get("transitions", 0)), executions=int(data.get("executions", 0)))
 
 
 class ProcessCalls:

@@ -19,15 +19,36 @@ from __future__ import annotations
 import json
 import textwrap
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from .backends import real_aws_allowed, real_aws_refused
-from .callcount import CALLS_FILE, REGENERATE, CallCounts
 
-PRICES_FILE = Path(__file__).resolve().parent / "data" / "prices-us-east-1.json"
+DATA_DIR = Path(__file__).resolve().parent / "data"
+CALLS_FILE = DATA_DIR / "calls.json"
+REGENERATE = "python -m fleetlab.aws.callcount"
+
+
+@dataclass
+class CallCounts:
+    """What one subject (a lab, the demo, the contract suite) asked of AWS."""
+
+    calls: dict[str, int] = field(default_factory=dict)
+    items: dict[str, int] = field(default_factory=dict)
+    transitions: int = 0
+    executions: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "calls": dict(sorted(self.calls.items())), "items": dict(sorted(self.items.items()))}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CallCounts:
+        return cls(calls=dict(data.get("calls", {})), items=dict(data.get("items", {})),
+                   transitions=int(data.get("transitions", 0)), executions=int(data.get("executions", 0)))
+
+PRICES_FILE = DATA_DIR / "prices-us-east-1.json"
 NOTE_WIDTH = 100
 
 
