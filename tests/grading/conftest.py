@@ -2,13 +2,16 @@
 
 The fixture lab (``fixtures/``: lab 99, its checks, its instructor and student
 notebooks, six submissions) is data for these tests, never collected itself.
+Every test runs with a registry of its own: checks a test registers (and the
+fixture lab's) are gone after it, and no test edits ``sys.path``.
 """
 
 from __future__ import annotations
 
-import importlib
+import importlib.util
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -16,6 +19,32 @@ from fleetlab.grading import registry, session
 
 FIXTURES = Path(__file__).parent / "fixtures"
 collect_ignore = ["fixtures"]
+
+
+def load_fixture_checks() -> ModuleType:
+    """Run ``fixtures/fixture_checks.py`` afresh: lab 99 is registered in the current registry.
+
+    ``sys.modules`` holds the module only while it runs (dataclasses look it up there).
+    """
+    spec = importlib.util.spec_from_file_location("fixture_checks", FIXTURES / "fixture_checks.py")
+    module = importlib.util.module_from_spec(spec)
+    saved = sys.modules.get("fixture_checks")
+    sys.modules["fixture_checks"] = module
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        if saved is None:
+            del sys.modules["fixture_checks"]
+        else:
+            sys.modules["fixture_checks"] = saved
+    return module
+
+
+@pytest.fixture(autouse=True)
+def own_registry():
+    """Checks registered during a test are forgotten after it."""
+    with registry.isolated():
+        yield
 
 
 @pytest.fixture(autouse=True)
@@ -29,29 +58,8 @@ def fleetlab_home(tmp_path, monkeypatch):
     session.forget()
 
 
-@pytest.fixture(autouse=True)
-def checks_registered_here_stay_here(monkeypatch):
-    """Checks a test registers (its own, or the fixture lab's) are forgotten after it.
-
-    The shipped labs' checks are registered first: their modules register only when first imported.
-    """
-    for lab in registry.shipped_labs():
-        registry.checks_of(lab)
-    monkeypatch.setattr(registry, "_CHECKS", dict(registry._CHECKS))
-
-
 @pytest.fixture
 def fixture_lab(monkeypatch):
-    """The fixture lab's checks (99.visibility, 99.dedupe), importable here and in kernels.
-
-    Imported afresh for the test (so they register in its registry) and forgotten afterwards.
-    """
-    monkeypatch.syspath_prepend(str(FIXTURES))
+    """The fixture lab's checks (99.visibility, 99.dedupe), registered here and importable in kernels."""
     monkeypatch.setenv("PYTHONPATH", str(FIXTURES))
-    imported_before = sys.modules.pop("fixture_checks", None)
-    try:
-        yield importlib.import_module("fixture_checks")
-    finally:
-        sys.modules.pop("fixture_checks", None)
-        if imported_before is not None:
-            sys.modules["fixture_checks"] = imported_before
+    return load_fixture_checks()

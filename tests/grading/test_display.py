@@ -1,22 +1,44 @@
 import pytest
 
 from fleetlab.grading import display
-from fleetlab.grading.results import CaseResult, CheckResult
+from fleetlab.grading.results import CaseResult, CheckResult, Status
+
+SCORING = "3 points, 0.75 for each of 4 cases (3 here, 1 more at grading)"
 
 
-def result(status="fail", diagnosis="alert-7 filed 2 tickets: the redelivery at receive 2 ran the effect again"):
+def result(status=Status.FAIL, diagnosis="alert-7 filed 2 tickets: the redelivery at receive 2 ran the effect again"):
     cases = [
         CaseResult("redelivered", status, diagnosis),
-        CaseResult("secret hidden case", "fail", "hidden input 12345", hidden=True),
+        CaseResult("secret hidden case", Status.FAIL, "hidden input 12345", hidden=True),
     ]
-    return CheckResult("99.dedupe", "File one ticket per alert", status, 0, 3, diagnosis, cases)
+    return CheckResult("99.dedupe", "File one ticket per alert", status, 0.75, 3, diagnosis, cases, 0, SCORING)
+
+
+def in_notebook(status=Status.FAIL, diagnosis="alert-7 filed 2 tickets"):
+    cases = [CaseResult("redelivered", Status.PASS), CaseResult("a failing ticket call", status, diagnosis)]
+    return CheckResult("99.dedupe", "File one ticket per alert", status, None, 3, diagnosis, cases, 2, SCORING)
 
 
 def test_text_names_the_check_status_points_and_diagnosis():
     text = display.as_text(result())
-    assert text.splitlines()[0] == "✗ 99.dedupe File one ticket per alert: fail, 0/3 points"
+    assert text.splitlines()[0] == "✗ 99.dedupe File one ticket per alert: fail, 0.75/3 points"
     assert "alert-7 filed 2 tickets: the redelivery at receive 2 ran the effect again" in text
     assert "cases: ✗ redelivered" in text
+
+
+def test_in_a_notebook_a_pass_says_what_it_covers_and_never_shows_points():
+    text = display.as_text(in_notebook(Status.PUBLIC_PASS, "all 2 public cases pass"))
+    first = text.splitlines()[0]
+    assert first == "◐ 99.dedupe File one ticket per alert: public cases pass (the grader adds 2 more)"
+    assert f"scoring: {SCORING}" in text
+    assert "/3" not in text
+    html = display.as_html(in_notebook(Status.PUBLIC_PASS, "all 2 public cases pass"))
+    assert "public cases pass (the grader adds 2 more)" in html and "/3" not in html
+
+
+def test_in_a_notebook_a_fail_counts_the_public_cases_that_pass():
+    first = display.as_text(in_notebook()).splitlines()[0]
+    assert first == "✗ 99.dedupe File one ticket per alert: fail (1 of 2 public cases pass)"
 
 
 def test_hidden_cases_are_never_shown():
@@ -33,7 +55,7 @@ def test_html_escapes_what_the_learner_wrote():
 
 def test_points_are_written_plainly():
     assert [display.format_points(p) for p in (1, 2.0, 1.5)] == ["1", "2", "1.5"]
-    assert "1/1 point" in display.as_text(CheckResult("00.planes", "t", "pass", 1, 1, "all 4 cases pass"))
+    assert "1/1 point" in display.as_text(CheckResult("00.planes", "t", Status.PASS, 1, 1, "all 4 cases pass"))
 
 
 class FakeShell:

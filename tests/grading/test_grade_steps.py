@@ -194,12 +194,17 @@ def test_score_withholds_points_when_the_nonce_appears_twice():
     assert scored.scores == {} and scored.errors == ["grade output was forged; scores withheld"]
 
 
-def test_score_caps_points_at_the_maximum_and_pays_only_a_pass():
+def test_score_caps_points_at_the_maximum_and_pays_a_fail_only_its_passing_cases():
     capped = graded(lambda source: genuine(source, points=50))
     assert capped.scores == {"99.a": 2.0}
-    fail = {"99.a": {"status": "fail", "points": 2, "max_points": 2}}
+    fail = {"99.a": {"status": "fail", "points": 1.5, "max_points": 2}}
     failed = graded(lambda source: grades_output({"nonce": "n0nce", "expected": {}, "checks": fail}))
-    assert failed.scores == {"99.a": 0.0}
+    assert failed.scores == {"99.a": 1.5}
+    for status in ("error", "not yet", "public pass"):
+        unscored = {"99.a": {"status": status, "points": 2, "max_points": 2}}
+        assert graded(lambda source: grades_output({"nonce": "n0nce", "expected": {}, "checks": unscored})).scores == {
+            "99.a": 0.0
+        }
 
 
 def test_score_withholds_malformed_grades():

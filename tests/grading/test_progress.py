@@ -1,21 +1,45 @@
 import json
 import threading
+from datetime import UTC, datetime, timedelta
 
+import time_machine
+
+from fleetlab.cli import main
 from fleetlab.grading import progress
-from fleetlab.grading.results import CheckResult
+from fleetlab.grading.results import CheckResult, Status
 
 
-def result(check_id="00.planes", status="pass", points=1):
-    return CheckResult(check_id, "Name the three planes", status, points, 1, "")
+def result(check_id="00.planes", status=Status.PASS, points=1.0, grader_adds=0):
+    return CheckResult(check_id, "Name the three planes", status, points, 1, "", grader_adds=grader_adds)
+
+
+def public_pass():
+    return result(status=Status.PUBLIC_PASS, points=None, grader_adds=4)
 
 
 def test_results_are_recorded_as_json_under_fleetlab_home(fleetlab_home):
-    progress.record(result(status="fail", points=0))
+    progress.record(result(status=Status.FAIL, points=None))
     progress.record(result())
     data = json.loads((fleetlab_home / "progress.json").read_text())
     entry = data["checks"]["00.planes"]
     assert (entry["status"], entry["points"], entry["attempts"]) == ("pass", 1, 2)
     assert sorted(p.name for p in fleetlab_home.iterdir()) == ["progress.json", "progress.lock"]  # no temp files left
+
+
+def test_a_notebook_pass_is_recorded_as_a_public_pass_without_points():
+    progress.record(public_pass())
+    [row] = progress.rows("00")
+    assert (row.status, row.points, row.grader_adds) == ("public pass", None, 4)
+    assert row.label == "public cases pass (the grader adds 4 more)"
+    assert row.score == "–/1"
+
+
+def test_recorded_times_are_wall_time_even_while_a_lab_clock_is_days_ahead():
+    before = datetime.now(UTC).replace(microsecond=0)
+    with time_machine.travel(datetime.now(UTC) + timedelta(days=3), tick=True):
+        progress.record(result())
+    recorded = datetime.fromisoformat(progress.load()["00.planes"]["at"])
+    assert before <= recorded <= datetime.now(UTC)
 
 
 def test_concurrent_records_are_all_kept():
@@ -30,10 +54,10 @@ def test_concurrent_records_are_all_kept():
 
 def test_rows_list_every_check_of_a_lab_run_or_not():
     [row] = progress.rows("00")
-    assert (row.id, row.status, row.points, row.max_points) == ("00.planes", "", 0, 1)
+    assert (row.id, row.status, row.points, row.max_points, row.label) == ("00.planes", "", None, 1, "not run")
     progress.record(result())
     [row] = progress.rows("00")
-    assert (row.status, row.points) == ("pass", 1)
+    assert (row.status, row.points, row.score) == ("pass", 1, "1/1")
     assert "00" in progress.labs()
 
 
@@ -50,5 +74,16 @@ def test_the_widget_shows_a_lab_and_refreshes_after_each_check():
 
     widget = progress_widget("00")
     assert "00.planes" in widget.table.value and "not run" in widget.table.value
+    progress.record(public_pass())
+    assert "◐" in widget.table.value and "public cases pass (the grader adds 4 more)" in widget.table.value
+    assert "–/1" in widget.table.value
     progress.record(result())
     assert "✓" in widget.table.value and "1/1" in widget.table.value
+
+
+def test_the_progress_command_shows_a_public_pass_as_such(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")  # one line per check
+    progress.record(public_pass())
+    assert main(["progress", "--lab", "00"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "◐" in out and "public cases pass" in out and "–/1" in out

@@ -46,3 +46,24 @@ def test_registering_an_id_again_replaces_the_check_and_keeps_the_harness_callab
     assert [(case.name, hidden) for case, hidden in check.cases(include_hidden=True)] == [("a", False), ("b", True)]
     assert [case.name for case, _ in check.cases(include_hidden=False)] == ["a"]
     assert [c.id for c in registry.checks_of("96")] == ["96.twice"]
+
+
+def test_two_cases_with_one_name_are_refused():
+    with pytest.raises(InvalidInput, match="two cases with one name"):
+        register("96.same", title="same", public=[Case("a")], hidden=[Case("a")])
+
+
+def test_isolated_forgets_what_was_registered_inside_and_keeps_the_shipped_checks():
+    shipped = {check.id for lab in registry.shipped_labs() for check in registry.checks_of(lab)}
+    with registry.isolated():
+        register("95.inside", title="inside", public=[Case("a")])(lambda answer, case, ctx: CaseOutcome(True))
+        assert get_check("95.inside").title == "inside"
+    with pytest.raises(InvalidInput):
+        get_check("95.inside")
+    assert shipped <= {check.id for lab in registry.shipped_labs() for check in registry.checks_of(lab)}
+
+
+def test_the_scoring_line_says_how_points_split():
+    planes = get_check("00.planes")
+    assert planes.scoring() == "1 point, 0.125 for each of 8 cases (4 here, 4 more at grading)"
+    assert planes.case_points() == 0.125

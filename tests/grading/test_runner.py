@@ -5,8 +5,7 @@ from dataclasses import dataclass
 import pytest
 
 from fleetlab import lab
-from fleetlab.grading import Case, CaseOutcome, get_check, register, run_check
-from fleetlab.grading import runner
+from fleetlab.grading import Case, CaseOutcome, Status, get_check, register, registry, run_check, runner
 
 from .answers import body_is_ellipsis, divides, not_written, spins
 
@@ -21,17 +20,25 @@ def doubles(answer, case, ctx):
     return CaseOutcome(got == 2 * case.value, f"double({case.value}) returned {got!r}, not {2 * case.value}")
 
 
-@pytest.fixture(autouse=True)
-def double():
-    """98.double, registered for the test only (conftest forgets it afterwards)."""
+with registry.isolated():  # the checks of this module, kept as objects, never left in the registry
     register(
         "98.double",
         title="Double a number",
-        points=2,
+        points=3,
         public=[Number("one", 1), Number("two", 2)],
         hidden=[Number("minus three", -3)],
         timeout=1.0,
     )(doubles)
+    DOUBLE = get_check("98.double")
+    register(
+        "98.whole",
+        title="Double a number, all or nothing",
+        points=3,
+        public=[Number("one", 1), Number("two", 2)],
+        hidden=[Number("minus three", -3)],
+        all_or_nothing="doubling is one skill",
+    )(doubles)
+    WHOLE = get_check("98.whole")
 
 
 @pytest.fixture
@@ -43,43 +50,62 @@ def case_threads():
     return [t for t in threading.enumerate() if t.name in ("fleetlab-check-case",) or t.name.startswith("actor-")]
 
 
-def test_a_right_answer_passes_with_full_points():
-    result = run_check(get_check("98.double"), lambda x: 2 * x, include_hidden=True)
-    assert (result.status, result.points, result.max_points, result.passed) == ("pass", 2, 2, True)
+def test_a_right_answer_passes_every_case_with_full_points_when_graded():
+    result = run_check(DOUBLE, lambda x: 2 * x, include_hidden=True)
+    assert (result.status, result.points, result.max_points, result.passed) == (Status.PASS, 3, 3, True)
     assert [(case.name, case.hidden) for case in result.cases] == [
         ("one", False),
         ("two", False),
         ("minus three", True),
     ]
+    assert result.grader_adds == 0
 
 
-def test_the_notebook_runs_only_public_cases_and_says_grading_adds_more():
-    result = run_check(get_check("98.double"), lambda x: 2 * x if x > 0 else 0)
-    assert result.passed
+def test_the_notebook_runs_only_public_cases_and_never_scores():
+    result = run_check(DOUBLE, lambda x: 2 * x if x > 0 else 0)
+    assert (result.status, result.points, result.grader_adds, result.passed) == (Status.PUBLIC_PASS, None, 1, True)
     assert all(not case.hidden for case in result.cases)
-    assert result.diagnosis == "all 2 cases pass; grading adds hidden cases"
+    assert result.diagnosis == "all 2 public cases pass; no points until the grader has run every case"
+    assert result.scoring == "3 points, 1 for each of 3 cases (2 here, 1 more at grading)"
 
 
-def test_a_wrong_answer_fails_with_the_harness_diagnosis_and_no_points():
-    result = run_check(get_check("98.double"), lambda x: x + 1)
-    assert (result.status, result.points) == ("fail", 0)
+def test_a_check_without_hidden_cases_is_scored_in_the_notebook():
+    with registry.isolated():
+        register("98.open", title="open", points=2, public=[Number("one", 1)])(doubles)
+        result = run_check(get_check("98.open"), lambda x: 2 * x)
+    assert (result.status, result.points) == (Status.PASS, 2)
+
+
+def test_graded_points_split_per_case_unless_all_or_nothing():
+    only_positive = lambda x: 2 * x if x > 0 else 0  # noqa: E731 - passes the public cases only
+    split = run_check(DOUBLE, only_positive, include_hidden=True)
+    assert (split.status, split.points) == (Status.FAIL, 2)
+    whole = run_check(WHOLE, only_positive, include_hidden=True)
+    assert (whole.status, whole.points) == (Status.FAIL, 0)
+    assert whole.scoring == "3 points for all 3 cases together (2 here, 1 more at grading): doubling is one skill"
+
+
+def test_a_wrong_answer_fails_with_the_harness_diagnosis_and_no_score_in_the_notebook():
+    result = run_check(DOUBLE, lambda x: x + 1)
+    assert (result.status, result.points) == (Status.FAIL, None)
     assert result.diagnosis == "double(2) returned 3, not 4"  # case one passes: 1 + 1 == 2
 
 
 def test_failures_that_differ_are_counted():
-    result = run_check(get_check("98.double"), lambda x: x)
+    result = run_check(DOUBLE, lambda x: x)
     assert result.diagnosis == "double(1) returned 1, not 2 (2 of 2 cases fail)"
 
 
 @pytest.mark.parametrize("answer", [..., not_written, body_is_ellipsis])
 def test_unfinished_work_says_not_yet_never_a_traceback(answer):
-    result = run_check(get_check("98.double"), answer)
-    assert (result.status, result.points) == ("not yet", 0)
+    result = run_check(DOUBLE, answer)
+    assert (result.status, result.points) == (Status.NOT_YET, None)
     assert result.diagnosis.startswith("not yet:")
+    assert run_check(DOUBLE, answer, include_hidden=True).points == 0
 
 
 def test_an_exception_in_the_learners_code_is_a_fail_that_names_it():
-    result = run_check(get_check("98.double"), divides)
+    result = run_check(DOUBLE, divides)
     assert result.status == "fail"
     expected = r"your code raised ZeroDivisionError: division by zero \(in divides, line \d+\)"
     assert re.fullmatch(expected, result.diagnosis)
@@ -98,7 +124,7 @@ def test_a_harness_returning_the_wrong_type_is_an_error():
 
 
 def test_an_infinite_loop_times_out_stops_its_thread_and_skips_the_rest(no_backend_opens):
-    result = run_check(get_check("98.double"), spins, include_hidden=True)
+    result = run_check(DOUBLE, spins, include_hidden=True)
     assert result.status == "fail"
     assert result.diagnosis.startswith("timed out after 1 s")
     assert [case.status for case in result.cases] == ["fail", "skipped", "skipped"]
@@ -159,3 +185,14 @@ def test_with_a_running_lab_a_check_uses_its_backend_and_leaves_it_open(no_backe
         assert used == [running.backend] and not running.backend.closed
     finally:
         running.close()
+
+
+def test_a_check_that_asks_for_a_function_refuses_anything_else_before_any_case():
+    with registry.isolated():
+        register("98.fn", title="fn", public=[Number("one", 1)], hidden=[Number("two", 2)], function="double")(doubles)
+        in_notebook = run_check(get_check("98.fn"), 2)
+        graded = run_check(get_check("98.fn"), 2, include_hidden=True)
+    assert (in_notebook.status, in_notebook.diagnosis, in_notebook.cases) == (
+        Status.FAIL, "pass the function itself: check('98.fn', double)", []
+    )
+    assert (graded.status, graded.points) == (Status.FAIL, 0)

@@ -9,12 +9,15 @@ from fleetlab.grading.session import UnexpectedCheckStatus
 from .answers import good_handle
 
 
-def test_check_runs_public_cases_records_and_displays(capsys):
+def test_check_runs_public_cases_records_and_displays_what_they_cover(capsys):
     result = check("00.planes", dict(lab00.REFERENCE))
     assert result.passed
     assert {case.name for case in result.cases} == set(lab00.PUBLIC)
-    assert progress.load()["00.planes"]["status"] == "pass"
-    assert "✓ 00.planes" in capsys.readouterr().out
+    recorded = progress.load()["00.planes"]
+    assert (recorded["status"], recorded["points"], recorded["grader_adds"]) == ("public pass", None, 4)
+    shown = capsys.readouterr().out
+    assert "◐ 00.planes Name the three planes: public cases pass (the grader adds 4 more)" in shown
+    assert "1/1" not in shown and "points" not in shown.splitlines()[0]
 
 
 def test_grade_session_regrades_the_last_answer_with_hidden_cases():
@@ -22,7 +25,7 @@ def test_grade_session_regrades_the_last_answer_with_hidden_cases():
     check("00.planes", {**lab00.REFERENCE, "claim-check bucket": "work"})  # the last answer counts
     payload = grade_session("nonce-1")
     assert payload["nonce"] == "nonce-1"
-    assert payload["checks"] == {"00.planes": {"status": "fail", "points": 0, "max_points": 1}}
+    assert payload["checks"] == {"00.planes": {"status": "fail", "points": 0.875, "max_points": 1}}
     assert payload["expected"] == {"00.planes": 1}
 
 
@@ -47,13 +50,16 @@ def test_a_session_that_checked_nothing_grades_nothing():
 def test_ci_can_require_every_check_to_pass_or_to_say_not_yet(monkeypatch):
     monkeypatch.setenv("FLEETLAB_EXPECT_CHECKS", "not-yet")
     assert check("00.planes", ...).status == "not yet"
-    with pytest.raises(UnexpectedCheckStatus, match="says 'pass' where FLEETLAB_EXPECT_CHECKS expects 'not yet'"):
+    with pytest.raises(UnexpectedCheckStatus, match="says 'public pass' where FLEETLAB_EXPECT_CHECKS expects 'not yet'"):
         check("00.planes", dict(lab00.REFERENCE))
     monkeypatch.setenv("FLEETLAB_EXPECT_CHECKS", "pass")
     assert check("00.planes", dict(lab00.REFERENCE)).passed
     monkeypatch.setenv("FLEETLAB_EXPECT_CHECKS", "green")
     with pytest.raises(UnexpectedCheckStatus, match="use pass or not-yet"):
         check("00.planes", dict(lab00.REFERENCE))
+    monkeypatch.setenv("FLEETLAB_EXPECT_CHECKS", "pass")
+    with pytest.raises(UnexpectedCheckStatus, match="says 'fail' where FLEETLAB_EXPECT_CHECKS expects 'pass'"):
+        check("00.planes", {**lab00.REFERENCE, "event bus": "work"})
 
 
 def test_a_home_that_cannot_be_written_warns_but_still_checks(monkeypatch, tmp_path):

@@ -11,7 +11,6 @@ from fleetlab.events.retry import (
     EVENTS_V2_DEFAULT,
     Posture,
     RetryPolicy,
-    duration,
 )
 from fleetlab.state.window import DuplicateSources
 
@@ -74,14 +73,6 @@ def test_an_outage_shorter_than_the_retries_pages_nobody_and_arrives_late():
 def test_without_a_dlq_events_are_dropped_silently():
     outcome = Posture("no dlq", CLASSIC_DEFAULT, dead_letter_queue=False).through_outage(30 * 3_600, events_per_minute=1)
     assert outcome.silent and outcome.dropped > 0 and outcome.paged_after is None
-
-
-def test_durations_read_exactly():
-    assert duration(4 * DAY + 3_600) == "4 d 1 h"
-    assert duration(DAY) == "24 h"
-    assert duration(3_575) == "59 min 35 s"
-    assert duration(0) == "0 s"
-    assert duration(11 * DAY + 3_599) == "11 d 0 h 59 min 59 s"
 
 
 def test_the_window_covers_retries_retention_and_replay_end_to_end():

@@ -12,6 +12,7 @@ import hashlib
 import math
 import random
 from dataclasses import dataclass, field
+from statistics import NormalDist
 
 from ..clock import Clock
 from ..errors import InvalidInput, ModelError
@@ -30,9 +31,17 @@ class LatencyProfile:
         if not 0 < self.p50 <= self.p95:
             raise InvalidInput("latency", f"need 0 < p50 <= p95, got p50={self.p50}, p95={self.p95}")
 
+    @property
+    def sigma(self) -> float:
+        """The log-normal's shape: the spread of log(latency)."""
+        return math.log(self.p95 / self.p50) / Z95
+
     def sample(self, rng: random.Random) -> float:
-        sigma = math.log(self.p95 / self.p50) / Z95
-        return rng.lognormvariate(math.log(self.p50), sigma)
+        return rng.lognormvariate(math.log(self.p50), self.sigma)
+
+    def quantile(self, q: float) -> float:
+        """The latency that a share ``q`` (0 < q < 1) of calls stay under."""
+        return self.p50 * math.exp(self.sigma * NormalDist().inv_cdf(q))
 
 
 @dataclass(frozen=True)

@@ -43,16 +43,15 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
 
 def _progress(args: argparse.Namespace, console: Console) -> int:
     from ..grading import progress
-    from ..grading.display import SYMBOL, format_points
+    from ..grading.display import SYMBOL
 
     for lab in [args.lab] if args.lab else progress.labs():
         table = Table(title=f"lab {lab}", title_justify="left")
         for column in ("", "check", "exercise", "status", "points", "last run"):
             table.add_column(column)
         for row in progress.rows(lab):
-            points = f"{format_points(row.points)}/{format_points(row.max_points)}"
             mark = SYMBOL.get(row.status, "-")
-            table.add_row(mark, row.id, row.title, row.status or "not run", points, row.at)
+            table.add_row(mark, row.id, row.title, row.label, row.score, row.at)
         console.print(table)
     console.print(f"results from {progress.progress_file()}")
     return 0

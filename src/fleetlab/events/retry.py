@@ -29,6 +29,7 @@ from functools import cached_property
 from typing import Any
 
 from ..errors import InvalidInput
+from ..units import duration
 
 MAX_ATTEMPTS = 185
 MIN_AGE_SECONDS, MAX_AGE_SECONDS = 60, 86_400
@@ -40,25 +41,6 @@ def _whole_number_in(field: str, value: Any, low: int, high: int) -> int:
     if not low <= value <= high:
         raise InvalidInput(field, f"{value:g} is outside EventBridge's range {low}-{high}")
     return int(value)
-
-
-def duration(seconds: float) -> str:
-    """Exactly, in the units a person reads: ``4 d 1 h``, ``11 d 0 h 59 min 59 s``, ``24 h``, ``0 s``.
-
-    Days only from two days on: a day-long window reads ``24 h``.
-    """
-    left = round(seconds)
-    parts = []
-    units = (("d", 86_400), ("h", 3_600), ("min", 60), ("s", 1)) if left >= 172_800 else (
-        ("h", 3_600), ("min", 60), ("s", 1))
-    for unit, size in units:
-        count, left = divmod(left, size)
-        parts.append((count, unit))
-    while parts and not parts[-1][0]:
-        parts.pop()
-    while parts and not parts[0][0]:
-        parts.pop(0)
-    return " ".join(f"{count} {unit}" for count, unit in parts) or "0 s"
 
 
 @dataclass(frozen=True)

@@ -34,11 +34,22 @@ class Race:
         return self.ledger.count(alert)
 
 
-def send_alerts(backend: Backend, queue: WorkQueue, alerts: list[str]) -> None:
-    """Put one step message per alert on ``queue`` (bodies are envelope details)."""
+def send_alerts(
+    backend: Backend,
+    queue: WorkQueue,
+    alerts: list[str],
+    *,
+    conversation_of: Callable[[str], tuple[str, int]] | None = None,
+) -> None:
+    """Put one step message per alert on ``queue`` (bodies are envelope details).
+
+    ``conversation_of(alert)`` gives the alert's (conversation_id, step);
+    by default each alert is step 1 of a conversation of its own.
+    """
     sqs = backend.client("sqs")
     for alert in alerts:
-        body = Envelope(trace_id=alert, conversation_id=alert, step=1, agent_class="alerts").detail()
+        conversation, step = conversation_of(alert) if conversation_of else (alert, 1)
+        body = Envelope(trace_id=alert, conversation_id=conversation, step=step, agent_class="alerts").detail()
         sqs.send_message(QueueUrl=queue.url, MessageBody=json.dumps(body))
 
 
@@ -115,18 +126,20 @@ def deliver_under_chaos(
     faults: Any = None,
     republished: tuple[str, ...] = (),
     workers: int = 2,
+    conversation_of: Callable[[str], tuple[str, int]] | None = None,
 ) -> Race:
     """Deliver ``alerts`` to ``consumer`` the ways at-least-once really does.
 
     Every alert is sent once; those in ``republished`` are sent a second time
     as a new message (a producer that retried after a timeout: a new
-    MessageId, the same trace_id). ``workers`` workers share the queue as
+    MessageId, the same trace_id). ``conversation_of`` is as in
+    ``send_alerts``. ``workers`` workers share the queue as
     actors, ``faults`` crash them at named points, and crashed messages come
     back after the visibility timeout. Runs until every message is deleted
     or dead-lettered, within a bounded horizon of the backend's clock.
     """
     result = Race()
-    send_alerts(backend, queue, list(alerts) + list(republished))
+    send_alerts(backend, queue, list(alerts) + list(republished), conversation_of=conversation_of)
     expected_messages = len(alerts) + len(republished)
     deleted: list[str] = []
 

@@ -6,15 +6,16 @@ In a lab notebook::
     check("01.visibility", visibility_timeout)
 
 Writing a check: see ``registry`` (``register``, ``Case``, ``CaseOutcome``,
-``WrongAnswer``). ``progress_widget()`` shows which checks pass. Importing this
+``RightAnswer``, ``WrongAnswer``) and ``docs/writing-checks.md``.
+``progress_widget()`` shows which checks pass. Importing this
 package stays light: ipywidgets loads with the widget, and the notebook
 toolchain (``assign``, ``grade``, ``executor``) only when the commands run.
 """
 
 from typing import Any
 
-from .registry import Case, CaseOutcome, Check, WrongAnswer, get_check, register
-from .results import CaseResult, CheckResult
+from .registry import Case, CaseOutcome, Check, RightAnswer, WrongAnswer, get_check, register
+from .results import CaseResult, CheckResult, Status
 from .runner import CheckContext, run_check
 from .session import GRADES_MIME, check, grade_session
 
@@ -26,6 +27,8 @@ __all__ = [
     "Check",
     "CheckContext",
     "CheckResult",
+    "RightAnswer",
+    "Status",
     "WrongAnswer",
     "check",
     "get_check",

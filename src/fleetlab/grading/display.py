@@ -1,9 +1,11 @@
 """Show a check's result: compact HTML in Jupyter, plain text elsewhere.
 
-Only public cases are ever listed. A result shows once per cell: ``check()``
-displays it, and the same object returned as the cell's value does not show
-a second time (a later cell that evaluates it shows it again). ``show``
-registers itself with IPython as the display of every ``CheckResult``.
+Only public cases are ever listed. In a notebook a result never shows
+points: it says what the public cases showed, how many cases the grader
+adds, and how the points will split. A result shows once per cell:
+``check()`` displays it, and the same object returned as the cell's value
+does not show a second time (a later cell that evaluates it shows it again).
+``show`` registers itself with IPython as the display of every ``CheckResult``.
 """
 
 from __future__ import annotations
@@ -11,10 +13,26 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from .results import ERROR, FAIL, NOT_YET, PASS, CheckResult
+from .registry import format_points
+from .results import CheckResult, Status
 
-SYMBOL = {PASS: "✓", FAIL: "✗", NOT_YET: "…", ERROR: "⚠"}
-_COLOUR = {PASS: "#2e7d32", FAIL: "#c62828", NOT_YET: "#616161", ERROR: "#e65100"}
+__all__ = ["SYMBOL", "as_html", "as_text", "format_points", "headline", "mimebundle", "show", "status_label"]
+
+SYMBOL = {
+    Status.PASS: "✓",
+    Status.PUBLIC_PASS: "◐",
+    Status.FAIL: "✗",
+    Status.NOT_YET: "…",
+    Status.ERROR: "⚠",
+    Status.SKIPPED: "-",
+}
+_COLOUR = {
+    Status.PASS: "#2e7d32",
+    Status.PUBLIC_PASS: "#558b2f",
+    Status.FAIL: "#c62828",
+    Status.NOT_YET: "#616161",
+    Status.ERROR: "#e65100",
+}
 
 
 def show(result: CheckResult) -> None:
@@ -37,37 +55,55 @@ def mimebundle(result: CheckResult) -> dict[str, str]:
     return {"text/plain": as_text(result), "text/html": as_html(result)}
 
 
+def status_label(status: str, grader_adds: int) -> str:
+    """``public cases pass (the grader adds 2 more)`` for a public pass; the status itself otherwise."""
+    if status == Status.PUBLIC_PASS:
+        return f"public cases pass (the grader adds {grader_adds} more)"
+    return str(status)
+
+
+def headline(result: CheckResult) -> str:
+    """The status in words, with points only where points were scored."""
+    label = status_label(result.status, result.grader_adds)
+    if result.points is not None:
+        return f"{label}, {_score(result)}"
+    public = [case for case in result.cases if not case.hidden]
+    if result.status == Status.FAIL and public:
+        passing = sum(1 for case in public if case.status == Status.PASS)
+        return f"{label} ({passing} of {len(public)} public cases pass)"
+    return label
+
+
 def as_text(result: CheckResult) -> str:
-    """``✓ 00.planes Name the three planes: pass, 1/1 point`` plus the diagnosis and cases."""
-    lines = [f"{SYMBOL[result.status]} {result.id} {result.title}: {result.status}, {_score(result)}"]
-    lines.append(f"  {result.diagnosis}")
+    """``◐ 00.planes Name the three planes: public cases pass (the grader adds 4 more)`` and the details."""
+    lines = [f"{SYMBOL[result.status]} {result.id} {result.title}: {headline(result)}", f"  {result.diagnosis}"]
     if marks := _case_marks(result):
         lines.append(f"  cases: {marks}")
+    if result.points is None and result.scoring:
+        lines.append(f"  scoring: {result.scoring}")
     return "\n".join(lines)
 
 
 def as_html(result: CheckResult) -> str:
     """A one-box HTML rendering; every learner-derived string is escaped."""
-    colour = _COLOUR[result.status]
+    colour = _COLOUR.get(result.status, "#616161")
     head = (
-        f'<b style="color:{colour}">{SYMBOL[result.status]} {html.escape(result.status)}</b> '
-        f"<code>{html.escape(result.id)}</code> {html.escape(result.title)} · <b>{_score(result)}</b>"
+        f'<b style="color:{colour}">{SYMBOL[result.status]} {html.escape(headline(result))}</b> '
+        f"<code>{html.escape(result.id)}</code> {html.escape(result.title)}"
     )
     parts = [f"<div>{head}</div>", f"<div>{html.escape(result.diagnosis)}</div>"]
+    small = '<div style="color:#616161;font-size:90%">'
     if marks := _case_marks(result):
-        parts.append(f'<div style="color:#616161;font-size:90%">cases: {html.escape(marks)}</div>')
+        parts.append(f"{small}cases: {html.escape(marks)}</div>")
+    if result.points is None and result.scoring:
+        parts.append(f"{small}scoring: {html.escape(result.scoring)}</div>")
     style = f"border-left:4px solid {colour};padding:2px 10px;margin:4px 0"
     return f'<div class="fleetlab-check" data-status="{result.status}" style="{style}">{"".join(parts)}</div>'
 
 
 def _score(result: CheckResult) -> str:
     unit = "point" if result.max_points == 1 else "points"
-    return f"{format_points(result.points)}/{format_points(result.max_points)} {unit}"
-
-
-def format_points(points: float) -> str:
-    """``2`` for 2.0, ``1.5`` for 1.5."""
-    return str(int(points)) if float(points).is_integer() else f"{points:g}"
+    return f"{format_points(result.points or 0)}/{format_points(result.max_points)} {unit}"
 
 
 def _case_marks(result: CheckResult) -> str:

@@ -28,10 +28,12 @@ from nbformat import NotebookNode
 
 from ..errors import InvalidInput
 from .executor import CellStatus, KernelStartFailed, NotebookKernel
+from .results import Status
 from .sandbox import kernel_env
 from .session import GRADES_MIME
 
 CHECK_CALL = re.compile(r"""\bcheck\(\s*["'](\d\d\.[a-z0-9][a-z0-9_-]*)["']""")
+SCORED = (Status.PASS, Status.FAIL)  # a fail keeps the points of the cases it passed
 _ERROR_CHARS = 160
 
 
@@ -248,7 +250,7 @@ def _read_grades(job: Job, payload: Mapping[str, Any]) -> None:
     for check_id, grade in payload["checks"].items():
         max_points = float(grade["max_points"])
         job.max_points[str(check_id)] = max_points
-        earned = float(grade["points"]) if grade["status"] == "pass" else 0.0
+        earned = float(grade["points"]) if grade["status"] in SCORED else 0.0
         job.scores[str(check_id)] = min(max(earned, 0.0), max_points)
 
 

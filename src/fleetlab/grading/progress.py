@@ -2,7 +2,10 @@
 
 Results live in ``progress.json`` under ``$FLEETLAB_HOME`` (default
 ``~/.fleetlab``). Every write replaces the file atomically under a lock, so
-two kernels checking at once never corrupt it or lose a result.
+two kernels checking at once never corrupt it or lose a result. A notebook's
+result is recorded as what it is: "public pass" with no points until the
+grader has run the hidden cases. Times are wall time, even while a lab's
+virtual clock has moved the process's idea of time days ahead.
 """
 
 from __future__ import annotations
@@ -18,8 +21,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from time_machine import escape_hatch
+
 from ..files import write_atomically
 from . import registry
+from .display import format_points, status_label
 from .results import CheckResult
 
 _VIEWS: weakref.WeakSet[Any] = weakref.WeakSet()
@@ -27,14 +33,26 @@ _VIEWS: weakref.WeakSet[Any] = weakref.WeakSet()
 
 @dataclass(frozen=True)
 class Row:
-    """One check's line in a progress table; ``status`` is "" when never run."""
+    """One check's line in a progress table; ``status`` is "" when never run, ``points`` None when not scored."""
 
     id: str
     title: str
     status: str
-    points: float
+    points: float | None
     max_points: float
     at: str
+    grader_adds: int = 0
+
+    @property
+    def label(self) -> str:
+        """The status in words: ``public cases pass (the grader adds 2 more)``, ``fail``, ``not run``."""
+        return status_label(self.status, self.grader_adds) if self.status else "not run"
+
+    @property
+    def score(self) -> str:
+        """``1.5/3``, or ``–/3`` while no grader has scored it."""
+        earned = "–" if self.points is None else format_points(self.points)
+        return f"{earned}/{format_points(self.max_points)}"
 
 
 def home() -> Path:
@@ -67,7 +85,8 @@ def record(result: CheckResult) -> None:
             "status": result.status,
             "points": result.points,
             "max_points": result.max_points,
-            "at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "grader_adds": result.grader_adds,
+            "at": wall_time(),
             "attempts": previous.get("attempts", 0) + 1,
         }
         write_atomically(progress_file(), json.dumps({"version": 1, "checks": checks}, indent=1, sort_keys=True))
@@ -84,9 +103,23 @@ def rows(lab: str) -> list[Row]:
         entry = recorded.get(check_id, {})
         title, max_points = titles.get(check_id, (entry.get("title", ""), entry.get("max_points", 0)))
         table.append(
-            Row(check_id, title, entry.get("status", ""), entry.get("points", 0), max_points, entry.get("at", ""))
+            Row(
+                check_id,
+                title,
+                entry.get("status", ""),
+                entry.get("points"),
+                max_points,
+                entry.get("at", ""),
+                entry.get("grader_adds", 0),
+            )
         )
     return table
+
+
+def wall_time() -> str:
+    """Now, by the wall clock (never a lab's virtual clock), as ISO 8601 to the second."""
+    clock = escape_hatch.datetime.datetime if escape_hatch.is_travelling() else datetime
+    return clock.now(UTC).isoformat(timespec="seconds")
 
 
 def labs() -> list[str]:

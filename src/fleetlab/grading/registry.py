@@ -1,23 +1,30 @@
 """What a check is, and where checks are found.
 
 A check belongs to one exercise. It has public cases (run in the notebook),
-hidden cases (run only by the grader), a catalogue of known wrong answers
-(each of which it must reject; a test proves it), and a harness that runs the
-learner's answer against one case::
+hidden cases (run only by the grader, against hard-coding and over-fitting),
+a reference answer, a catalogue of right-but-different answers (each must
+pass every case) and one of known wrong answers (each must be rejected; the
+tests prove all three), and a harness that runs an answer against one case::
 
     @register("00.planes", title="Name the three planes", points=1,
-              public=[...], hidden=[...], wrong_answers=[...])
+              public=[...], hidden=[...], reference=REFERENCE,
+              right_answers=[...], wrong_answers=[...])
     def planes(answer, case, ctx) -> CaseOutcome: ...
 
+Points split evenly over the cases (public and hidden), unless the check
+says why its cases cannot be scored apart (``all_or_nothing="why"``).
+
 Check ids are ``"<lab>.<name>"`` (``"01.visibility"``). The checks of lab
-``NN`` live in ``fleetlab.grading.checks.labNN`` and are imported on first use.
+``NN`` live in ``fleetlab.grading.checks.labNN`` (a module, or a package with
+one module per check) and are imported on first use.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,14 +53,23 @@ class CaseOutcome:
 class WrongAnswer:
     """A known wrong answer the check must reject.
 
-    ``expect`` is a fragment the diagnosis must contain. ``public`` is True
-    when the public cases alone already reject it (False: only hidden cases do).
+    ``expect`` is a fragment of the diagnosis the learner sees. ``public`` is
+    True when the public cases reject it (the lesson's central mistakes must
+    be), False when only hidden cases do (hard-coding, over-fitting).
     """
 
     name: str
     answer: Any
     expect: str
     public: bool = True
+
+
+@dataclass(frozen=True)
+class RightAnswer:
+    """An answer that differs from the reference but is right: it must pass every case."""
+
+    name: str
+    answer: Any
 
 
 Harness = Callable[[Any, Case, Any], CaseOutcome]
@@ -69,8 +85,12 @@ class Check:
     harness: Harness
     public: tuple[Case, ...]
     hidden: tuple[Case, ...] = ()
+    reference: Any = None
+    right_answers: tuple[RightAnswer, ...] = ()
     wrong_answers: tuple[WrongAnswer, ...] = ()
     timeout: float = DEFAULT_TIMEOUT
+    all_or_nothing: str = ""
+    function: str = ""
 
     @property
     def lab(self) -> str:
@@ -83,6 +103,19 @@ class Check:
             chosen += [(case, True) for case in self.hidden]
         return chosen
 
+    def case_points(self) -> float:
+        """What one passing case earns (0 when the check is all or nothing)."""
+        return 0.0 if self.all_or_nothing else self.points / (len(self.public) + len(self.hidden))
+
+    def scoring(self) -> str:
+        """How the points split, in one line: ``2 points, 0.5 for each of 4 cases (2 here, 2 more at grading)``."""
+        count = len(self.public) + len(self.hidden)
+        where = f"{len(self.public)} here, {len(self.hidden)} more at grading" if self.hidden else "all of them here"
+        total = f"{format_points(self.points)} point{'' if self.points == 1 else 's'}"
+        if self.all_or_nothing:
+            return f"{total} for all {count} cases together ({where}): {self.all_or_nothing}"
+        return f"{total}, {format_points(self.case_points())} for each of {count} cases ({where})"
+
 
 _CHECKS: dict[str, Check] = {}
 
@@ -94,17 +127,28 @@ def register(
     points: float = 1,
     public: Sequence[Case],
     hidden: Sequence[Case] = (),
+    reference: Any = None,
+    right_answers: Sequence[RightAnswer] = (),
     wrong_answers: Sequence[WrongAnswer] = (),
     timeout: float = DEFAULT_TIMEOUT,
+    all_or_nothing: str = "",
+    function: str = "",
 ) -> Callable[[Harness], Harness]:
     """Decorator: register the decorated harness as check ``check_id``.
 
+    ``function`` names the function the exercise asks for: an answer that is
+    not callable is then refused before any case runs.
+
     Registering the same id again replaces the check (a re-run notebook cell
-    or a reloaded module). Raises InvalidInput for a malformed id or no public case.
+    or a reloaded module). Raises InvalidInput for a malformed id, no public
+    case, or two cases with one name.
     """
     _parse_id(check_id)
     if not public:
         raise InvalidInput("public", f"check {check_id} has no public case", hint="give it at least one")
+    names = [case.name for case in (*public, *hidden)]
+    if len(set(names)) != len(names):
+        raise InvalidInput("public", f"check {check_id} has two cases with one name", hint="name each case apart")
 
     def decorate(harness: Harness) -> Harness:
         _CHECKS[check_id] = Check(
@@ -114,8 +158,12 @@ def register(
             harness=harness,
             public=tuple(public),
             hidden=tuple(hidden),
+            reference=reference,
+            right_answers=tuple(right_answers),
             wrong_answers=tuple(wrong_answers),
             timeout=timeout,
+            all_or_nothing=all_or_nothing,
+            function=function,
         )
         return harness
 
@@ -141,16 +189,38 @@ def checks_of(lab: str) -> list[Check]:
 
 
 def shipped_labs() -> list[str]:
-    """Labs with a check module in ``fleetlab.grading.checks``."""
+    """Labs with a check module or package in ``fleetlab.grading.checks``."""
     from importlib import resources
 
     modules = (entry.name for entry in resources.files("fleetlab.grading.checks").iterdir())
-    return sorted(match.group(1) for name in modules if (match := re.fullmatch(r"lab(\d\d)\.py", name)))
+    return sorted(match.group(1) for name in modules if (match := re.fullmatch(r"lab(\d\d)(\.py)?", name)))
 
 
 def known_labs() -> list[str]:
     """Labs with a check module or a registered check."""
     return sorted(set(shipped_labs()) | {check.lab for check in _CHECKS.values()})
+
+
+@contextlib.contextmanager
+def isolated() -> Iterator[None]:
+    """Checks registered inside the block are forgotten after it; the shipped ones stay.
+
+    For tests and fixture labs: the shipped labs are imported first, so
+    the registry after the block is exactly the registry before it.
+    """
+    for lab in shipped_labs():
+        _import_lab(lab)
+    saved = dict(_CHECKS)
+    try:
+        yield
+    finally:
+        _CHECKS.clear()
+        _CHECKS.update(saved)
+
+
+def format_points(points: float) -> str:
+    """``2`` for 2.0, ``1.5`` for 1.5, ``0.125`` for an eighth."""
+    return f"{points:g}"
 
 
 def _parse_id(check_id: str) -> str:

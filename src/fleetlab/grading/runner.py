@@ -26,7 +26,7 @@ from ..aws.backends import Backend, open_backend
 from ..clock import CANCEL_GRACE, raise_in_thread
 from . import learner
 from .registry import Case, CaseOutcome, Check
-from .results import ERROR, FAIL, NOT_YET, PASS, SKIPPED, CaseResult, CheckResult, conclude, not_yet
+from .results import CaseResult, CheckResult, Status, conclude, not_yet, refused
 
 ABANDON_SLICE = 0.5
 """Real seconds a timed-out case gets to unwind on its own before the runner cancels what it left on the clock."""
@@ -123,11 +123,16 @@ def run_check(
 ) -> CheckResult:
     """Run ``answer`` through the public (and, for the grader, hidden) cases of ``check``.
 
-    ``backends`` is shared by several checks (the grader's session); without
-    it the check opens its own on first use and closes it before returning.
+    Only a run with the hidden cases is scored; a notebook's run says what
+    its public cases showed and how many cases the grader adds. ``backends``
+    is shared by several checks (the grader's session); without it the check
+    opens its own on first use and closes it before returning.
     """
     if learner.is_unfinished(answer):
-        return not_yet(check.id, check.title, check.points)
+        return not_yet(check, graded=include_hidden)
+    if check.function and not callable(answer):
+        advice = f"pass the function itself: check({check.id!r}, {check.function})"
+        return refused(check, advice, graded=include_hidden)
     if backends is None:
         with CheckBackend() as own:
             return run_check(check, answer, include_hidden=include_hidden, backends=own)
@@ -135,14 +140,11 @@ def run_check(
     results: list[CaseResult] = []
     for case, hidden in check.cases(include_hidden=include_hidden):
         if time.monotonic() >= deadline:
-            results.append(CaseResult(case.name, SKIPPED, "not run: the check ran out of time", hidden))
+            results.append(CaseResult(case.name, Status.SKIPPED, "not run: the check ran out of time", hidden))
             continue
         context = CheckContext(check.id, _seed(check.id, case), deadline, backends)
         results.append(_run_case(check, answer, case, context, hidden))
-    result = conclude(check.id, check.title, check.points, results)
-    if result.passed and check.hidden and not include_hidden:
-        result.diagnosis += "; grading adds hidden cases"
-    return result
+    return conclude(check, results, graded=include_hidden)
 
 
 def _run_case(check: Check, answer: Any, case: Case, context: CheckContext, hidden: bool) -> CaseResult:
@@ -156,14 +158,14 @@ def _run_case(check: Check, answer: Any, case: Case, context: CheckContext, hidd
             f"timed out after {check.timeout:g} s: your code was still running; "
             "look for a loop that never ends or a wait without a bound"
         )
-        return CaseResult(case.name, FAIL, diagnosis, hidden, seconds)
+        return CaseResult(case.name, Status.FAIL, diagnosis, hidden, seconds)
     if error is not None:
         status, diagnosis = _classify(error, check)
         return CaseResult(case.name, status, diagnosis, hidden, seconds)
     if not isinstance(outcome, CaseOutcome):
         diagnosis = f"the harness returned {type(outcome).__name__}, not a CaseOutcome (a fleetlab bug)"
-        return CaseResult(case.name, ERROR, diagnosis, hidden, seconds)
-    return CaseResult(case.name, PASS if outcome.ok else FAIL, outcome.diagnosis, hidden, seconds)
+        return CaseResult(case.name, Status.ERROR, diagnosis, hidden, seconds)
+    return CaseResult(case.name, Status.PASS if outcome.ok else Status.FAIL, outcome.diagnosis, hidden, seconds)
 
 
 def _call_with_deadline(
@@ -195,14 +197,14 @@ def _call_with_deadline(
     return None, None, False
 
 
-def _classify(error: BaseException, check: Check) -> tuple[str, str]:
+def _classify(error: BaseException, check: Check) -> tuple[Status, str]:
     harness_file = (check.harness.__code__.co_filename,)
     if learner.raised_by_learner_stub(error, harness_file):
-        return NOT_YET, ""
+        return Status.NOT_YET, ""
     frames = learner.learner_frames(error, harness_file)
     if frames:
-        return FAIL, learner.describe_learner_error(error, frames)
-    return ERROR, f"the check itself failed ({type(error).__name__}: {error}); a fleetlab bug, please report it"
+        return Status.FAIL, learner.describe_learner_error(error, frames)
+    return Status.ERROR, f"the check itself failed ({type(error).__name__}: {error}); a fleetlab bug, please report it"
 
 
 def _seed(check_id: str, case: Case) -> int:

@@ -7,8 +7,8 @@ hidden cases and emits one ``display_data`` of type ``GRADES_MIME`` carrying
 the grader's nonce, with scores only (no case names, inputs or diagnoses).
 
 ``FLEETLAB_EXPECT_CHECKS=pass`` (or ``not-yet``) makes ``check()`` raise when a
-result differs: CI runs the instructor notebooks with ``pass`` and the
-student notebooks with ``not-yet``.
+result differs: CI runs the instructor notebooks with ``pass`` (in a notebook
+that means every public case passes) and the student notebooks with ``not-yet``.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 from ..errors import FleetlabError
 from . import progress, registry
 from .display import show
-from .results import STATUSES, CheckResult
+from .results import CheckResult, Status
 from .runner import CheckBackend, run_check
 
 GRADES_MIME = "application/vnd.fleetlab.grades+v1+json"
@@ -59,7 +59,7 @@ def grade_session(nonce: str) -> dict[str, Any]:
     with quiet[0], quiet[1], CheckBackend() as backends:
         for check_id, answer in list(_answers.items()):
             result = run_check(registry.get_check(check_id), answer, include_hidden=True, backends=backends)
-            grades[check_id] = {"status": result.status, "points": result.points, "max_points": result.max_points}
+            grades[check_id] = {"status": str(result.status), "points": result.points, "max_points": result.max_points}
     labs = sorted({check_id.split(".", 1)[0] for check_id in _answers})
     expected = {check.id: check.points for lab in labs for check in registry.checks_of(lab)}
     payload = {"nonce": nonce, "checks": grades, "expected": expected}
@@ -94,11 +94,12 @@ def _enforce_expectation(result: CheckResult) -> None:
     wanted = os.environ.get(EXPECT_ENV, "").strip().lower().replace("-", " ")
     if not wanted:
         return
-    if wanted not in STATUSES:
+    if wanted not in (Status.PASS, Status.NOT_YET):
         raise UnexpectedCheckStatus(
-            f"{EXPECT_ENV}={os.environ[EXPECT_ENV]!r} is not a status; use pass or not-yet, or unset it"
+            f"{EXPECT_ENV}={os.environ[EXPECT_ENV]!r} is not an expectation; use pass or not-yet, or unset it"
         )
-    if result.status != wanted:
+    met = result.passed if wanted == Status.PASS else result.status == Status.NOT_YET
+    if not met:
         raise UnexpectedCheckStatus(
-            f"check {result.id} says {result.status!r} where {EXPECT_ENV} expects {wanted!r}: {result.diagnosis}"
+            f"check {result.id} says {str(result.status)!r} where {EXPECT_ENV} expects {wanted!r}: {result.diagnosis}"
         )

@@ -10,7 +10,7 @@ import html
 import ipywidgets as widgets
 
 from . import progress
-from .display import SYMBOL, format_points
+from .display import SYMBOL
 
 
 class ProgressWidget(widgets.VBox):
@@ -39,15 +39,14 @@ def progress_widget(lab: str | None = None) -> ProgressWidget:
 
 
 def progress_html(rows: list[progress.Row]) -> str:
-    """An HTML table: one line per check, its status mark, title and points."""
+    """An HTML table: one line per check, its status mark, title and points ("–" until graded)."""
     lines = []
     for row in rows:
         mark = SYMBOL.get(row.status, "-")
-        status = html.escape(row.status or "not run")
-        points = f"{format_points(row.points)}/{format_points(row.max_points)}"
+        status = html.escape(row.label)
         lines.append(
             f"<tr><td>{mark}</td><td><code>{html.escape(row.id)}</code></td>"
-            f"<td>{html.escape(row.title)}</td><td>{status}</td><td>{points}</td></tr>"
+            f"<td>{html.escape(row.title)}</td><td>{status}</td><td>{row.score}</td></tr>"
         )
     head = "<tr><th></th><th>check</th><th>exercise</th><th>status</th><th>points</th></tr>"
     return f'<table class="fleetlab-progress">{head}{"".join(lines)}</table>'

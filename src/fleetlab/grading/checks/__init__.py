@@ -1,1 +1,1 @@
-"""One module per lab: ``labNN.py`` registers the checks of lab NN, imported on first use."""
+"""One module (or package) per lab: ``labNN`` registers the checks of lab NN, imported on first use."""

@@ -3,19 +3,22 @@
 ``00.planes``: the learner gives a dict mapping each component of the
 reference topology to its plane (``control``, ``work`` or ``state``), or a
 function of no arguments that returns one (so a stub says "not yet").
-Keys and planes are read case-insensitively, and "control plane" counts as
-"control". The public cases check half of the components; the hidden cases
-check the rest.
+Names are read loosely (case, spaces, hyphens, a plural "s", "DLQ"), and
+"control plane" counts as "control". One case per component, scored apart:
+the public cases hold the lesson's traps (the state machine and the
+dead-letter queues hold data, yet are not the state plane); the hidden cases
+check the rest, so an answer that names only the public four does not pass.
 """
 
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..registry import Case, CaseOutcome, WrongAnswer, register
+from ..registry import Case, CaseOutcome, RightAnswer, WrongAnswer, register
 
 PLANES = ("control", "work", "state")
 REFERENCE = {
@@ -85,7 +88,7 @@ WRONG_ANSWERS = (
     ),
     WrongAnswer(
         "a misspelt component",
-        _renamed("dead-letter queues", "dead letter queues"),
+        _renamed("dead-letter queues", "dead-leter queues"),
         "did you mean 'dead-letter queues'",
     ),
     WrongAnswer(
@@ -95,6 +98,28 @@ WRONG_ANSWERS = (
     ),
     WrongAnswer("a list of pairs, not a dict", list(REFERENCE.items()), "expected a dict mapping each component"),
     WrongAnswer("a function that returns nothing", lambda: None, "not a NoneType"),
+    WrongAnswer(
+        "only the public four",
+        {name: REFERENCE[name] for name in PUBLIC},
+        "'rules' is missing",
+        public=False,
+    ),
+)
+
+RIGHT_ANSWERS = (
+    RightAnswer("a function returning the dict", lambda: dict(REFERENCE)),
+    RightAnswer(
+        "loose spelling: capitals, 'plane', spaces",
+        {f" {key.upper()} ": f"{plane.title()} plane" for key, plane in REFERENCE.items()},
+    ),
+    RightAnswer(
+        "singular names, no hyphens, DLQ",
+        {
+            "Event Bus": "control", "rule": "control", "state_machine": "control", "work queue": "work",
+            "DLQ": "work", "worker": "work", "idempotency table": "state", "claim check bucket": "state",
+        },
+    ),
+    RightAnswer("extra components beside the eight", {**REFERENCE, "orchestrator": "control", "model": "work"}),
 )
 
 
@@ -104,6 +129,8 @@ WRONG_ANSWERS = (
     points=1,
     public=[Component(name) for name in PUBLIC],
     hidden=[Component(name) for name in HIDDEN],
+    reference=REFERENCE,
+    right_answers=RIGHT_ANSWERS,
     wrong_answers=WRONG_ANSWERS,
 )
 def planes(answer: Any, case: Component, ctx: Any) -> CaseOutcome:
@@ -118,9 +145,9 @@ def planes(answer: Any, case: Component, ctx: Any) -> CaseOutcome:
         )
     given = {_normal(key): value for key, value in answer.items() if isinstance(key, str)}
     component = case.name
-    if component not in given:
-        return CaseOutcome(False, _missing(component, given))
-    plane = given[component]
+    if _normal(component) not in given:
+        return CaseOutcome(False, _missing(component, answer))
+    plane = given[_normal(component)]
     if not isinstance(plane, str) or _plane(plane) not in PLANES:
         return CaseOutcome(False, f"{component!r} maps to {plane!r}, which is not a plane: {ALLOWED}")
     expected = REFERENCE[component]
@@ -131,16 +158,20 @@ def planes(answer: Any, case: Component, ctx: Any) -> CaseOutcome:
     return CaseOutcome(True)
 
 
-def _missing(component: str, given: Mapping[str, Any]) -> str:
+def _missing(component: str, answer: Mapping[Any, Any]) -> str:
     message = f"{component!r} is missing: map every component of the reference topology to its plane"
-    strays = [key for key in given if key not in REFERENCE]
-    if close := difflib.get_close_matches(component, strays, n=1, cutoff=0.75):
-        message += f" (you wrote {close[0]!r}: did you mean {component!r}?)"
+    known = {_normal(name) for name in REFERENCE}
+    strays = {_normal(key): key for key in answer if isinstance(key, str) and _normal(key) not in known}
+    if close := difflib.get_close_matches(_normal(component), strays, n=1, cutoff=0.75):
+        message += f" (you wrote {strays[close[0]]!r}: did you mean {component!r}?)"
     return message
 
 
-def _normal(key: str) -> str:
-    return " ".join(key.lower().split())
+def _normal(name: str) -> str:
+    """One spelling per component: lower case, words only, no plural "s"; "dlq" for dead-letter queues."""
+    words = re.sub(r"[^a-z0-9]+", " ", name.lower()).split()
+    joined = " ".join(word[:-1] if len(word) > 3 and word.endswith("s") else word for word in words)
+    return "dead letter queue" if joined == "dlq" else joined
 
 
 def _plane(value: str) -> str:

@@ -28,8 +28,9 @@ pages nobody.
 from __future__ import annotations
 
 import json
-import math
 import numbers
+
+import numpy
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -42,7 +43,7 @@ from ...clock import library_clock
 from ...errors import InvalidInput
 from ...events import replay as replays
 from ...events.envelope import COMPLETED, REQUESTED, SOURCE
-from ...events.retry import RetryPolicy, duration
+from ...events.retry import RetryPolicy
 from ...experiments.replay import (
     BILLING_WEBHOOK,
     COMPLETED_STEPS,
@@ -52,7 +53,8 @@ from ...experiments.replay import (
 )
 from ...state.idempotency import Completed, IdempotencyStore
 from ...state.window import DuplicateSources
-from ..registry import Case, CaseOutcome, WrongAnswer, register
+from ..registry import Case, CaseOutcome, RightAnswer, WrongAnswer, register
+from ..values import duration, seconds
 
 STEPS = tuple(f"step-{n}" for n in range(1, 4))
 MISSED = ("step-2", "step-3")
@@ -67,14 +69,6 @@ def _as_bool(value: Any) -> bool | None:
     if hasattr(value, "dtype") and getattr(value, "shape", None) == () and value in (0, 1):
         return bool(value)
     return None
-
-
-def _as_seconds(value: Any) -> float | None:
-    """A finite, non-negative number of seconds (numpy scalars included), or None."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        return None
-    seconds = float(value)
-    return seconds if math.isfinite(seconds) and seconds >= 0 else None
 
 
 # 06.targets
@@ -186,6 +180,14 @@ def reference_targets(target: Target, replay_age: float) -> bool:
     points=2,
     public=TARGET_SCENARIOS_PUBLIC,
     hidden=TARGET_SCENARIOS_HIDDEN,
+    reference=reference_targets,
+    right_answers=(
+        RightAnswer("a substring test on the key", lambda t, age: "trace" in (t.dedupes_on or "") and t.window_seconds > age),
+        RightAnswer("1 and 0 for True and False", lambda t, age: int(reference_targets(t, age))),
+        RightAnswer("numpy booleans", lambda t, age: numpy.bool_(reference_targets(t, age))),
+        RightAnswer("a window with an hour to spare",
+                    lambda t, age: t.dedupes_on == "trace_id" and t.window_seconds >= age + 3_600),
+    ),
     wrong_answers=(
         WrongAnswer("every target", lambda target, age: True, "billing-webhook"),
         WrongAnswer("any target with a key", lambda target, age: target.dedupes_on is not None, "new id"),
@@ -194,14 +196,12 @@ def reference_targets(target: Target, replay_age: float) -> bool:
                     "had expired"),
         WrongAnswer("the lab's names, hard-coded", lambda target, age: target.name in ("results-store", "ticketing"),
                     "missed", public=False),
-        WrongAnswer("a dict of names", {"results-store": True, "billing-webhook": False}, "function"),
+        WrongAnswer("a dict of names", {"results-store": True, "billing-webhook": False}, "pass the function itself"),
     ),
     timeout=30,
+    function="may_receive_replays",
 )
 def check_targets(answer: Any, case: Scenario, ctx: Any) -> CaseOutcome:
-    if not callable(answer):
-        return CaseOutcome(False, "pass a function, check('06.targets', may_receive_replays): "
-                                  "the grader asks about targets you have not seen")
     return _scenario_story(answer, case, ctx)
 
 
@@ -334,6 +334,16 @@ REFERENCE_PATTERN = {"source": [SOURCE], "detail-type": [COMPLETED], "replay-nam
     public=[Traffic("researcher steps completed, then replayed", (("researcher", 3),), requested=2, replays=1)],
     hidden=[Traffic("researcher and coder steps, replayed twice", (("researcher", 2), ("coder", 2)),
                     requested=1, replays=2)],
+    reference=REFERENCE_PATTERN,
+    right_answers=(
+        RightAnswer("the same pattern as JSON text", json.dumps(REFERENCE_PATTERN)),
+        RightAnswer("no source, only the detail-type", {"detail-type": [COMPLETED], "replay-name": [{"exists": False}]}),
+        RightAnswer("a prefix on the source", {"source": [{"prefix": "fleet."}], "detail-type": [COMPLETED],
+                                               "replay-name": [{"exists": False}]}),
+        RightAnswer("a prefix on the detail-type", {"detail-type": [{"prefix": "agent.step.completed"}],
+                                                    "replay-name": [{"exists": False}], "source": [SOURCE]}),
+        RightAnswer("the library's excluding_replays", replays.excluding_replays(COMPLETED_STEPS)),
+    ),
     wrong_answers=(
         WrongAnswer("matches replays too", {"source": [SOURCE], "detail-type": [COMPLETED]}, "the replay reached"),
         WrongAnswer("matches only replays", {**COMPLETED_STEPS, "replay-name": [{"exists": True}]}, "opposite"),
@@ -453,6 +463,15 @@ def reference_window(facts: Mapping[str, Any]) -> float:
               (5, 300), 4, 2, 7),
         Setup("no archive at all: 1 h of retries, 4-day retention", (24, 3_600), 4, None, None),
     ],
+    reference=reference_window,
+    right_answers=(
+        RightAnswer("the runbook's horizon even where the archive keeps less",
+                    lambda f: _age(f) + _retention(f) + _horizon(f)),
+        RightAnswer("the library's DuplicateSources", lambda f: DuplicateSources.from_facts(f).safe_window()),
+        RightAnswer("a day to spare", lambda f: reference_window(f) + DAY),
+        RightAnswer("an integer number of seconds", lambda f: int(reference_window(f))),
+        RightAnswer("a numpy float", lambda f: numpy.float64(reference_window(f))),
+    ),
     wrong_answers=(
         WrongAnswer("omits the replay horizon", lambda f: _age(f) + _retention(f), "ran again"),
         WrongAnswer("omits the queue's retention", lambda f: _age(f) + _horizon(f), "ran again"),
@@ -471,15 +490,16 @@ def reference_window(facts: Mapping[str, Any]) -> float:
                     "ran again", public=False),
     ),
     timeout=20,
+    function="safe_window",
 )
 def check_window(answer: Any, case: Setup, ctx: Any) -> CaseOutcome:
-    if not callable(answer):
-        return CaseOutcome(False, "pass the function itself: check('06.window', safe_window)")
     facts = _facts(case, ctx)
-    returned = answer(facts)
-    window = _as_seconds(returned)
-    if window is None or window == 0:
-        return CaseOutcome(False, f"safe_window returned {returned!r}; return a positive number of seconds")
+    try:
+        window = seconds(answer(facts), returned_by="safe_window", example="1_000_000")
+    except InvalidInput as problem:
+        return CaseOutcome(False, str(problem))
+    if window == 0:
+        return CaseOutcome(False, "safe_window returned 0; return a positive number of seconds")
     sources = DuplicateSources.from_facts(facts)
     limit = 2 * sources.latest_duplicate + DAY
     if window > limit:
@@ -599,6 +619,23 @@ def _policy_answer(attempts: int, age: int, *, dead_letter: bool = True) -> Any:
         Goal("page within 15 min (the alarm takes 2 min), ride out 2 min blips", 900, 120, 120),
         Goal("page within 1 h (the alarm takes 60 s), ride out 20 min blips", 3_600, 60, 1_200),
     ],
+    reference=reference_retry_policy,
+    right_answers=(
+        RightAnswer("the RetryPolicy fields at the top", lambda goal, alarm, blip, dlq: {
+            "MaximumRetryAttempts": 185, "MaximumEventAgeInSeconds": goal - alarm, "DeadLetterConfig": {"Arn": dlq}}),
+        RightAnswer("a whole PutTargets target, Id and Arn included", lambda goal, alarm, blip, dlq: {
+            "Id": "billing", "Arn": "arn:aws:sqs:us-east-1:123456789012:billing",
+            **reference_retry_policy(goal, alarm, blip, dlq)}),
+        RightAnswer("24 attempts within the goal", lambda goal, alarm, blip, dlq: {
+            "RetryPolicy": {"MaximumRetryAttempts": 24, "MaximumEventAgeInSeconds": goal - alarm},
+            "DeadLetterConfig": {"Arn": dlq}}),
+        RightAnswer("numbers as floats", lambda goal, alarm, blip, dlq: {
+            "RetryPolicy": {"MaximumRetryAttempts": 185.0, "MaximumEventAgeInSeconds": float(goal - alarm)},
+            "DeadLetterConfig": {"Arn": dlq}}),
+        RightAnswer("numpy integers", lambda goal, alarm, blip, dlq: {
+            "RetryPolicy": {"MaximumRetryAttempts": numpy.int64(185), "MaximumEventAgeInSeconds": numpy.int64(goal - alarm)},
+            "DeadLetterConfig": {"Arn": dlq}}),
+    ),
     wrong_answers=(
         WrongAnswer("the classic 24 h default", _policy_answer(185, 86_400), "the goal is 5 min"),
         WrongAnswer("no dead-letter queue", lambda goal, alarm, blip, dlq: {
@@ -614,10 +651,9 @@ def _policy_answer(attempts: int, age: int, *, dead_letter: bool = True) -> Any:
         WrongAnswer("the 1 h policy of the guide, whatever the goal", _policy_answer(24, 3_600), "the goal is 5 min"),
     ),
     timeout=10,
+    function="retry_policy",
 )
 def check_retry_policy(answer: Any, case: Goal, ctx: Any) -> CaseOutcome:
-    if not callable(answer):
-        return CaseOutcome(False, "pass the function itself: check('06.retry_policy', retry_policy)")
     with Resources(ctx.backend, ctx.fresh_prefix()) as made:
         dlq, work = made.queue("target-dlq"), made.queue("work")
         try:
@@ -628,55 +664,3 @@ def check_retry_policy(answer: Any, case: Goal, ctx: Any) -> CaseOutcome:
         except (ClientError, BotoCoreError) as error:
             return CaseOutcome(False, f"EventBridge refused the target: {error}")
     return _judge_posture(stored, case, dlq.arn)
-
-
-REFERENCE = {
-    "06.targets": reference_targets,
-    "06.pattern": REFERENCE_PATTERN,
-    "06.window": reference_window,
-    "06.retry_policy": reference_retry_policy,
-}
-"""The reference answer of each check."""
-
-
-def _json_text(pattern: Mapping[str, Any]) -> str:
-    return json.dumps(pattern)
-
-
-RIGHT_ANSWERS: dict[str, tuple[tuple[str, Any], ...]] = {
-    "06.targets": (
-        ("a substring test on the key", lambda t, age: "trace" in (t.dedupes_on or "") and t.window_seconds > age),
-        ("1 and 0 for True and False", lambda t, age: int(t.dedupes_on == "trace_id" and t.window_seconds > age)),
-        ("a window with an hour to spare", lambda t, age: t.dedupes_on == "trace_id" and t.window_seconds >= age + 3_600),
-    ),
-    "06.pattern": (
-        ("the same pattern as JSON text", _json_text(REFERENCE_PATTERN)),
-        ("no source, only the detail-type", {"detail-type": [COMPLETED], "replay-name": [{"exists": False}]}),
-        ("a prefix on the source", {"source": [{"prefix": "fleet."}], "detail-type": [COMPLETED],
-                                    "replay-name": [{"exists": False}]}),
-        ("a prefix on the detail-type", {"detail-type": [{"prefix": "agent.step.completed"}],
-                                         "replay-name": [{"exists": False}], "source": [SOURCE]}),
-        ("the library's excluding_replays", replays.excluding_replays(COMPLETED_STEPS)),
-    ),
-    "06.window": (
-        ("the runbook's horizon even where the archive keeps less",
-         lambda f: _age(f) + _retention(f) + _horizon(f)),
-        ("the library's DuplicateSources", lambda f: DuplicateSources.from_facts(f).safe_window()),
-        ("a day to spare", lambda f: reference_window(f) + DAY),
-        ("an integer number of seconds", lambda f: int(reference_window(f))),
-    ),
-    "06.retry_policy": (
-        ("the RetryPolicy fields at the top", lambda goal, alarm, blip, dlq: {
-            "MaximumRetryAttempts": 185, "MaximumEventAgeInSeconds": goal - alarm, "DeadLetterConfig": {"Arn": dlq}}),
-        ("a whole PutTargets target, Id and Arn included", lambda goal, alarm, blip, dlq: {
-            "Id": "billing", "Arn": "arn:aws:sqs:us-east-1:123456789012:billing",
-            **reference_retry_policy(goal, alarm, blip, dlq)}),
-        ("24 attempts within the goal", lambda goal, alarm, blip, dlq: {
-            "RetryPolicy": {"MaximumRetryAttempts": 24, "MaximumEventAgeInSeconds": goal - alarm},
-            "DeadLetterConfig": {"Arn": dlq}}),
-        ("numbers as floats", lambda goal, alarm, blip, dlq: {
-            "RetryPolicy": {"MaximumRetryAttempts": 185.0, "MaximumEventAgeInSeconds": float(goal - alarm)},
-            "DeadLetterConfig": {"Arn": dlq}}),
-    ),
-}
-"""Answers that differ from the reference and are right: each must pass every case."""

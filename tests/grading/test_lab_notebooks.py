@@ -1,0 +1,50 @@
+"""The lab notebooks' exercises stand on their own: each runs after the set-up cell alone.
+
+A learner who restarts the kernel, runs the set-up cell and jumps to an exercise must not
+meet a NameError from a demo cell they skipped.
+"""
+
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+SOLUTIONS = Path(__file__).parents[2] / "labs" / "solutions"
+
+
+def exercises_only(path: Path) -> nbformat.NotebookNode:
+    """The notebook's set-up cell, its exercise cells (those that call check) and its last cell."""
+    nb = nbformat.read(path, as_version=4)
+    code = [cell for cell in nb.cells if cell.cell_type == "code"]
+    setup = next(cell for cell in code if "fleetlab.start(" in cell.source)
+    exercises = [cell for cell in code if 'check("' in cell.source]
+    nb.cells = [setup, *exercises, code[-1]]
+    return nb
+
+
+@pytest.mark.parametrize("path", sorted(SOLUTIONS.glob("*.ipynb")), ids=lambda path: path.stem)
+def test_each_exercise_runs_after_the_set_up_cell_alone(path, tmp_path, monkeypatch):
+    monkeypatch.setenv("FLEETLAB_EXPECT_CHECKS", "pass")
+    monkeypatch.setenv("FLEETLAB_HOME", str(tmp_path))
+    nb = exercises_only(path)
+    assert len(nb.cells) >= 3
+    NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    outputs = [output for cell in nb.cells for output in cell.get("outputs", [])]
+    assert not [output for output in outputs if output.output_type == "error"]
+
+
+FACILITATOR = SOLUTIONS.parents[1] / "docs" / "facilitator"
+
+
+@pytest.mark.parametrize("path", sorted(SOLUTIONS.glob("*.ipynb")), ids=lambda path: path.stem)
+def test_the_facilitator_note_states_each_checks_points_and_cases(path):
+    from fleetlab.grading import registry
+
+    note = " ".join((FACILITATOR / f"{path.stem}.md").read_text(encoding="utf-8").split())
+    for check in registry.checks_of(path.stem[:2]):
+        split = f"{len(check.public)} public, {len(check.hidden)} hidden"
+        assert f"**What {check.id} checks** ({registry.format_points(check.points)} point" in note, check.id
+        assert split in note, f"{check.id}: the note must say {split!r}"
+        for wrong in check.wrong_answers:
+            assert wrong.public or "Hidden only" in note, f"{check.id}: say which mistakes only hidden cases catch"
