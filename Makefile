@@ -7,7 +7,7 @@ LAB_PORT ?= 8888
 LAB_FLAGS ?=
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: venv lab test test-lib test-notebooks browser e2e screenshots bench parity-localstack clean help
+.PHONY: venv lab test test-lib test-notebooks browser e2e screenshots bench localstack-up localstack-down test-localstack test-localstack-contract clean help
 
 help:
 	@echo "make lab    - install (once) and open JupyterLab on labs/ with the moto backend"
@@ -15,7 +15,11 @@ help:
 	@echo "make e2e    - install Chromium (Debian) and run the real-browser test"
 	@echo "make screenshots - run the browser test and save each lab's widget picture to docs/img/"
 	@echo "make bench  - run the benchmarks and save bench/results.json"
-	@echo "make parity-localstack - run the backend contract suite on a real LocalStack"
+	@echo "make localstack-up   - install (once, into .localstack/) and start a real LocalStack, no Docker"
+	@echo "make localstack-down - stop what localstack-up started"
+	@echo "make test-localstack - start LocalStack, run the contract suite and every notebook on it, stop it"
+	@echo "                       (FIDELITY=1 also regenerates docs/fidelity.md with its LocalStack column)"
+	@echo "make test-localstack-contract - the same, the contract suite only"
 
 venv: $(STAMP)
 
@@ -59,8 +63,17 @@ screenshots: venv browser
 bench: venv
 	$(BIN)/fleetlab bench --out bench/results.json
 
-parity-localstack: venv
-	bash tests/contract/run_localstack.sh
+localstack-up: venv
+	$(BIN)/fleetlab localstack up
+
+localstack-down: venv
+	$(BIN)/fleetlab localstack down
+
+test-localstack: venv
+	$(BIN)/fleetlab localstack test $(if $(FIDELITY),--fidelity)
+
+test-localstack-contract: venv
+	$(BIN)/fleetlab localstack test --only contract
 
 clean:
 	rm -rf $(VENV) .fleetlab bench .pytest_cache

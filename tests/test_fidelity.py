@@ -28,11 +28,15 @@ EMULATORS = ("moto", "moto-server")
 MOTO_5_2_5 = {
     "sqs.visibility_timeout": (True, "back at +901 s with ApproximateReceiveCount 2"),
     "sqs.redrive_receive": (True, "receive 4 finds it in the DLQ"),
-    "sqs.start_message_move_task": (False, "not implemented"),
+    "sqs.redelivery_delay": (True, "at once: receivable again as soon as the timeout expired"),
+    "sqs.stale_receipt_delete": (False, "succeeds and deletes the message"),
+    "sqs.move_task_to_source": (False, "not implemented"),
+    "sqs.move_task_to_destination": (False, "not implemented"),
     "sqs.fifo_dedup_after_delete": (False, "accepted again"),
     "events.put_events_entry_size": (False, "accepted"),
     "events.delivered_envelope": (False, "missing: account"),
-    "events.target_dead_letter": (False, "the whole PutEvents failed"),
+    "events.immediate_receive": (False, "found the event every time (30 of 30)"),
+    "events.target_dead_letter": (False, "rejected: the whole PutEvents failed (QueueDoesNotExist)"),
     "events.replay_delivered": (True, "with a new id"),
     "events.replay_name_field": (True, "replay-name is the replay's name"),
     "events.replay_time_window": (False, "ignored"),
@@ -136,9 +140,10 @@ def test_moto_and_moto_server_agree(probed: dict[str, Probed]) -> None:
     ]
 
 
-def test_move_task_failure_is_reported_as_each_backend_shows_it(probed: dict[str, Probed]) -> None:
-    in_process = probed["moto"].table.get("sqs.start_message_move_task").observed
-    server = probed["moto-server"].table.get("sqs.start_message_move_task").observed
+@pytest.mark.parametrize("feature", ["sqs.move_task_to_source", "sqs.move_task_to_destination"])
+def test_move_task_failure_is_reported_as_each_backend_shows_it(probed: dict[str, Probed], feature: str) -> None:
+    in_process = probed["moto"].table.get(feature).observed
+    server = probed["moto-server"].table.get(feature).observed
     assert "NotImplementedError" in in_process
     assert "HTTP 500" in server
 
@@ -148,7 +153,7 @@ def test_only_divergences_carry_a_workaround(probed: dict[str, Probed], backend_
     table = probed[backend_name].table
     assert all(f.workaround for f in table.divergences())
     assert not any(f.workaround for f in table.findings if f.matches_aws)
-    move_task = table.get("sqs.start_message_move_task")
+    move_task = table.get("sqs.move_task_to_destination")
     assert "receive + send + delete" in move_task.workaround
 
 
@@ -290,7 +295,7 @@ def test_markdown_has_one_row_per_feature_and_says_not_probed(probed: dict[str, 
     assert lines[0] == "| feature | AWS | moto | moto-server | LocalStack |"
     assert len(rows) == len(fidelity.feature_ids())
     assert all(row.endswith("| not probed |") for row in rows)
-    assert "- `sqs.start_message_move_task` (moto, moto-server): fleetlab redrives" in text
+    assert "- `sqs.move_task_to_source` (moto, moto-server): fleetlab redrives" in text
 
 
 def test_single_table_markdown_and_rich_rendering(probed: dict[str, Probed]) -> None:

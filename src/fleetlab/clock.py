@@ -452,6 +452,7 @@ class VirtualClock:
                     actor.done = True
                     actor.running = False
                     self._actors.pop(ident, None)
+                    self._timers.pop(ident, None)  # a timer the task leaked dies with its actor
                     self._give_turn()
 
     def _pass_until(self, when: float) -> None:

@@ -1,7 +1,7 @@
 """The backend contract suite: the same pipeline behaviours on every backend.
 
 Backends come from ``FLEETLAB_CONTRACT_BACKENDS`` (comma-separated; default
-``moto,moto-server``). ``make parity-localstack`` sets it to ``localstack``.
+``moto,moto-server``). ``make test-localstack`` sets it to ``localstack``.
 ``aws`` runs it on a real account behind the same opt-in as the labs: the run
 prints the suite's cost estimate first, and without ``FLEETLAB_ALLOW_REAL_AWS=1``
 (or without credentials) it stops there with the reason, before any test runs.

@@ -132,3 +132,18 @@ def test_real_tasks_that_overrun_are_cancelled():
         real.run_together(spin, lambda: real.sleep(30), timeout=0.3)
     assert actor_threads() == []
     assert real.run_together(lambda: "a", lambda: "b") == ["a", "b"]
+
+
+def test_a_timer_an_actor_leaks_dies_with_it(clock):
+    """A learner's heartbeat left running (never exited) must not fire in a later thread."""
+    beats, kept = [], []
+
+    def leaks_a_timer():
+        kept.append(clock.every(10, lambda: beats.append(threading.current_thread().name)))
+        kept[0].__enter__()  # entered, never exited: the timer outlives the step
+        clock.sleep(25)
+
+    clock.run_together(leaks_a_timer)
+    leaked = len(beats)
+    clock.run_together(lambda: clock.sleep(100), lambda: clock.sleep(100))
+    assert leaked == 2 and len(beats) == leaked

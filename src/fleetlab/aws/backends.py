@@ -250,8 +250,8 @@ def _environment(variable: str, value: str) -> Iterator[None]:
             os.environ[variable] = previous
 
 
-# Services a LocalStack set-up may serve from another endpoint (the host-mode
-# tool serves DynamoDB, and S3, from moto on :4567), and the variable naming it.
+# Services a LocalStack set-up may serve from another endpoint (`make localstack-up`
+# serves DynamoDB and S3 from moto on :4567), and the variable naming it.
 SERVED_APART = {"dynamodb": "FLEETLAB_DYNAMODB_ENDPOINT", "s3": "FLEETLAB_S3_ENDPOINT"}
 
 
@@ -262,8 +262,8 @@ def _open_localstack() -> Backend:
     _require_reachable(
         f"{endpoint}/_localstack/health",
         "LocalStack",
-        "start it (`make localstack-up` without Docker, or `docker compose up localstack`, whose current images "
-        "stop at once without LOCALSTACK_AUTH_TOKEN) or point LOCALSTACK_ENDPOINT at it; "
+        "start it with `make localstack-up` (no Docker; export what it prints) or `docker compose up localstack` "
+        "(current images stop at once without LOCALSTACK_AUTH_TOKEN), or point LOCALSTACK_ENDPOINT at it; "
         "see docs/troubleshooting.md#localstack-not-reachable-or-asking-for-a-token",
     )
     apart = {

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..errors import FleetlabError
-from . import bench, capacity, cleanup, cost, doctor, grading, keda_size
+from . import bench, capacity, cleanup, cost, doctor, grading, keda_size, localstack
 from .output import stdout_console
 from . import demo as demo_command
 
@@ -44,4 +44,5 @@ def build_parser() -> argparse.ArgumentParser:
     keda_size.add_command(commands)
     capacity.add_command(commands)
     cleanup.add_command(commands)
+    localstack.add_command(commands)
     return parser

@@ -67,10 +67,10 @@ def _assign(args: argparse.Namespace, console: Console) -> int:
         if outdated:
             print("run `fleetlab assign` and commit the student notebooks", file=sys.stderr)
             return 1
-        console.print(f"student notebooks in {args.out} are up to date")
+        console.print(f"student notebooks in {args.out} are up to date", soft_wrap=True)  # a path must not wrap
         return 0
     for path in assign(args.solutions, args.out):
-        console.print(f"wrote {path}")
+        console.print(f"wrote {path}", soft_wrap=True)
     return 0
 
 

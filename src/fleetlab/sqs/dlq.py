@@ -25,8 +25,8 @@ from ..errors import RedriveFailed
 from ..status import Status
 from . import messages
 
-MOVE_TASK_FEATURE = "sqs.start_message_move_task"
-"""The fidelity table's feature for StartMessageMoveTask."""
+MOVE_TASK_FEATURE = "sqs.move_task_to_destination"
+"""The fidelity table's feature for StartMessageMoveTask with a DestinationArn (what redrive starts)."""
 
 
 class RedriveMethod(Status):

@@ -1,8 +1,10 @@
-"""SQS probes: the visibility timeout, the redrive receive, StartMessageMoveTask, FIFO deduplication."""
+"""SQS probes: the visibility timeout and redelivery, the redrive receive, stale receipt handles,
+StartMessageMoveTask, FIFO deduplication."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -76,32 +78,200 @@ def _redrive_receive(scratch: Scratch) -> Observation:
 
 @_probes(
     Feature(
-        "sqs.start_message_move_task",
-        "StartMessageMoveTask (DLQ redrive by the service)",
-        aws="supported: moves a DLQ's messages back to their source queue",
-        workaround="fleetlab redrives by receive + send + delete, which works on every backend",
+        "sqs.redelivery_delay",
+        "How soon a message can be received again once its visibility timeout has expired",
+        aws="at once: the message is visible again when the timeout expires",
+        workaround="never wait exactly the timeout and receive once; long-poll across the expiry "
+        "(WaitTimeSeconds of 2 s or more)",
     )
 )
-def _start_message_move_task(scratch: Scratch) -> Observation:
+def _redelivery_delay(scratch: Scratch) -> Observation:
+    # A backend that makes messages visible again on a periodic sweep is late by a different
+    # amount for each message: staggering the expiries over one second shows the worst case.
+    timeout = scratch.visibility_timeout
+    clock = scratch.backend.clock
+    queue = scratch.queue("redelivery", VisibilityTimeout=str(timeout))
+    for number in range(_REDELIVERY_MESSAGES):
+        scratch.client("sqs").send_message(QueueUrl=queue.url, MessageBody=f"probe {number}")
+    expires: dict[str, float] = {}
+    for _ in range(_REDELIVERY_MESSAGES):
+        message = scratch.receive(queue.url, wait=2)
+        if message is None:
+            return Observation("a message just sent was not received", False)
+        expires[message["MessageId"]] = clock.now() + timeout
+        scratch.let_pass(_REDELIVERY_STAGGER)
+    scratch.let_pass(max(0.0, min(expires.values()) - clock.now() - _REDELIVERY_STEP * 4))
+    late: dict[str, float] = {}
+    while len(late) < len(expires) and clock.now() < max(expires.values()) + _REDELIVERY_GIVE_UP:
+        message = scratch.receive(queue.url, wait=0)
+        if message is None:
+            scratch.let_pass(_REDELIVERY_STEP)
+        elif message["MessageId"] in expires:
+            late.setdefault(message["MessageId"], clock.now() - expires[message["MessageId"]])
+    if len(late) < len(expires):
+        return Observation(f"not receivable again {_REDELIVERY_GIVE_UP:g} s after the timeout expired", False)
+    return _redelivered(min(late.values()), max(late.values()))
+
+
+def _redelivered(earliest: float, latest: float) -> Observation:
+    if earliest < -_REDELIVERY_STEP:
+        return Observation(f"early: receivable again {-earliest:.1f} s before the timeout expired", False)
+    if latest <= _REDELIVERY_ON_TIME:
+        return Observation("at once: receivable again as soon as the timeout expired", True)
+    return Observation(f"late: receivable again up to {latest:.1f} s after the timeout expired", False)
+
+
+_REDELIVERY_MESSAGES = 5
+_REDELIVERY_STAGGER = 0.2  # seconds between the receives, so the expiries spread over one second
+_REDELIVERY_STEP = 0.05  # seconds between short polls around the expiry
+_REDELIVERY_ON_TIME = 0.5  # later than this (well above one poll's round trip) counts as late
+_REDELIVERY_GIVE_UP = 10.0
+
+
+@_probes(
+    Feature(
+        "sqs.stale_receipt_delete",
+        "DeleteMessage with the receipt handle of an earlier receive, after the message was received again",
+        aws="succeeds, but the message might not be deleted: only the latest receive's handle is sure to delete it",
+        workaround="delete with the latest receive's handle; a worker that lost its message to a redelivery "
+        "must expect it back (the idempotency store absorbs it)",
+    )
+)
+def _stale_receipt_delete(scratch: Scratch) -> Observation:
+    timeout = scratch.visibility_timeout
+    queue = scratch.queue("stale-receipt", VisibilityTimeout=str(timeout))
+    sqs = scratch.client("sqs")
+    sqs.send_message(QueueUrl=queue.url, MessageBody="probe")
+    first = scratch.receive(queue.url, wait=2)
+    if first is None:
+        return Observation("a message just sent was not received", False)
+    scratch.let_pass(timeout + 1)
+    if _within(scratch, lambda: scratch.receive(queue.url, wait=1), seconds=5, what="the message again") is None:
+        return Observation("the message did not come back after its visibility timeout", False)
+    try:
+        scratch.delete_message(queue.url, first)
+    except ClientError as exc:
+        return Observation(f"rejected with {error_code(exc)}: the stale handle is refused", False)
+    if _messages_held(sqs, queue.url) == 0:
+        return Observation("succeeds and deletes the message", False)
+    return Observation("succeeds and leaves the message in the queue", True)
+
+
+_MOVE_TASK_WORKAROUND = "fleetlab redrives by receive + send + delete, which works on every backend"
+
+
+@_probes(
+    Feature(
+        "sqs.move_task_to_source",
+        "StartMessageMoveTask without DestinationArn, for a message SQS itself dead-lettered",
+        aws="moved back to the queue it was dead-lettered from",
+        workaround=_MOVE_TASK_WORKAROUND,
+    )
+)
+def _move_task_to_source(scratch: Scratch) -> Observation:
+    timeout = scratch.visibility_timeout
+    dlq = scratch.queue("move-back-dlq")
+    policy = json.dumps({"deadLetterTargetArn": dlq.arn, "maxReceiveCount": 1})
+    source = scratch.queue("move-back", VisibilityTimeout=str(timeout), RedrivePolicy=policy)
+    scratch.client("sqs").send_message(QueueUrl=source.url, MessageBody="poison")
+    if scratch.receive(source.url, wait=2) is None:
+        return Observation("a message just sent was not received", False)
+    scratch.let_pass(timeout + 1)
+    scratch.receive(source.url, wait=scratch.quiet_wait)  # the second receive dead-letters it
+    if not _within(scratch, lambda: _messages_held(scratch.client("sqs"), dlq.url), seconds=5, what="the DLQ"):
+        return Observation("the message was never dead-lettered, so nothing could be moved", False)
+    moved = _run_move_task(scratch, dlq.arn, source.url)
+    if moved.message is None:
+        return Observation(moved.problem, False)
+    return Observation(f"moved back to its source; {_receive_count_text(moved.message)}", True)
+
+
+@_probes(
+    Feature(
+        "sqs.move_task_to_destination",
+        "StartMessageMoveTask with DestinationArn, for a message sent straight into the DLQ",
+        aws="moved to the DestinationArn queue (such a message has no source queue to go back to)",
+        workaround=_MOVE_TASK_WORKAROUND,
+    )
+)
+def _move_task_to_destination(scratch: Scratch) -> Observation:
+    sqs = scratch.client("sqs")
     dlq = scratch.queue("move-dlq")
     policy = json.dumps({"deadLetterTargetArn": dlq.arn, "maxReceiveCount": 3})
     source = scratch.queue("move", RedrivePolicy=policy)
-    scratch.client("sqs").send_message(QueueUrl=dlq.url, MessageBody="parked")
+    sqs.send_message(QueueUrl=dlq.url, MessageBody="parked")
+    moved = _run_move_task(scratch, dlq.arn, source.url, DestinationArn=source.arn)
+    if moved.message is None:
+        return Observation(moved.problem, False)
+    # Then the same without DestinationArn, on a message of its own (a failed task can leave one in flight).
+    sqs.send_message(QueueUrl=dlq.url, MessageBody="parked again")
+    without = _run_move_task(scratch, dlq.arn, source.url)
+    no_destination = "it went to the source queue" if without.message is not None else without.problem
+    return Observation(f"moved to the destination (without DestinationArn: {no_destination})", True)
+
+
+@dataclass(frozen=True)
+class _MoveOutcome:
+    """The message a move task delivered, or why there is none."""
+
+    message: dict[str, Any] | None
+    problem: str = ""
+    implemented: bool = True
+
+
+def _run_move_task(scratch: Scratch, dlq_arn: str, arrives_in: str, **destination: str) -> _MoveOutcome:
+    """Start a move task out of ``dlq_arn``; receive what it moves into ``arrives_in`` (10 s at most)."""
     sqs = scratch.unretried_client("sqs")
     try:
         mute_server_traceback("start_message_move_task")
-        sqs.start_message_move_task(SourceArn=dlq.arn)
+        handle = sqs.start_message_move_task(SourceArn=dlq_arn, **destination)["TaskHandle"]
     except NotImplementedError:
-        return Observation("not implemented: the call raises Python NotImplementedError", False)
+        return _MoveOutcome(None, "not implemented: the call raises Python NotImplementedError", implemented=False)
     except ClientError as exc:
         if http_status(exc) >= 500:
-            return Observation(f"not implemented: the server answers HTTP {http_status(exc)}", False)
-        return Observation(f"rejected: {error_code(exc)}", False)
+            return _MoveOutcome(None, f"not implemented: the server answers HTTP {http_status(exc)}", implemented=False)
+        return _MoveOutcome(None, f"rejected: {error_code(exc)}")
+    arrived = _within(
+        scratch, lambda: scratch.receive(arrives_in, wait=1) or _ended_without_moving(sqs, dlq_arn, handle),
+        seconds=10, what="the moved message",
+    )
+    if isinstance(arrived, str) and arrived:
+        return _MoveOutcome(None, arrived)
+    if not arrived:
+        return _MoveOutcome(None, "the task started but the message did not arrive within 10 s")
+    return _MoveOutcome(arrived)
+
+
+def _ended_without_moving(sqs: Any, dlq_arn: str, handle: str) -> str:
+    """Why the task ``handle`` ended without moving anything, or "" while that is not so."""
+    tasks = sqs.list_message_move_tasks(SourceArn=dlq_arn).get("Results", [])
+    # Only a running task lists its handle; the newest comes first.
+    task = next((t for t in tasks if t.get("TaskHandle") == handle), tasks[0] if tasks else {})
+    if task.get("Status") in ("FAILED", "CANCELLED"):
+        return f"the task ended {task['Status']} ({task.get('FailureReason') or 'no reason given'})"
+    return ""
+
+
+def _within(scratch: Scratch, predicate: Any, *, seconds: float, what: str) -> Any:
+    """``predicate``'s first truthy value within ``seconds``, or None."""
     try:
-        scratch.wait_until(lambda: scratch.receive(source.url, wait=1), seconds=10, what="the moved message")
+        return scratch.wait_until(predicate, seconds=seconds, what=what)
     except Timeout:
-        return Observation("the task started but the message did not reach the source within 10 s", False)
-    return Observation("supported: the parked message moved back to its source", True)
+        return None
+
+
+def _receive_count_text(message: dict[str, Any]) -> str:
+    count = _receive_count(message)
+    if count > 1:
+        return f"its receive count carries on (ApproximateReceiveCount {count} at the next receive)"
+    return "its receive count starts again (ApproximateReceiveCount 1 at the next receive)"
+
+
+def _messages_held(sqs: Any, url: str) -> int:
+    """Messages in the queue, visible or in flight."""
+    names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+    attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
+    return sum(int(attributes.get(name, "0")) for name in names)
 
 
 @_probes(

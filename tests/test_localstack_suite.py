@@ -1,0 +1,133 @@
+"""``make test-localstack``'s parts that need no LocalStack: notebooks within a limit, and the per-lab report.
+
+The whole runner runs for real in ``make test-localstack``; here a notebook
+runs in a real kernel on the default backend, and the report reads real
+fidelity tables.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import nbformat
+import pytest
+from rich.console import Console
+
+from fleetlab.aws import localstack_suite as suite
+from fleetlab.fidelity import FidelityTable, Finding, feature_ids
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def notebook(path: Path, *sources: str) -> Path:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# a lab")] + [nbformat.v4.new_code_cell(s) for s in sources]
+    nbformat.write(nb, path)
+    return path
+
+
+@pytest.fixture
+def shared(tmp_path: Path) -> Path:
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    return folder
+
+
+def test_a_notebook_that_runs_to_the_end_passes(tmp_path: Path, shared: Path) -> None:
+    path = notebook(tmp_path / "07_fine.ipynb", "x = 6 * 7", "assert x == 42")
+    ran = suite.run_notebook(path, "instructor", shared, limit=60)
+    assert (ran.result, ran.stopped_at, ran.lab) == (suite.PASSED, "", "07")
+
+
+def test_a_failing_cell_stops_the_notebook_and_is_named(tmp_path: Path, shared: Path) -> None:
+    path = notebook(tmp_path / "07_broken.ipynb", "x = 1", "# the check\nraise ValueError('queue was empty')", "x = 2")
+    ran = suite.run_notebook(path, "student", shared, limit=60)
+    assert ran.result == suite.FAILED
+    assert ran.stopped_at == "cell 2 (`raise ValueError('queue was empty')`): ValueError: queue was empty"
+
+
+def test_a_notebook_past_its_limit_is_stopped_not_waited_for(tmp_path: Path, shared: Path) -> None:
+    path = notebook(tmp_path / "07_slow.ipynb", "from fleetlab.clock import RealClock",
+                    "clock = RealClock()\nwait = 600\nclock.sleep(wait)", "print('never')")
+    ran = suite.run_notebook(path, "instructor", shared, limit=6)
+    assert ran.result == suite.TIME_LIMIT
+    stopped = "cell 2 (`clock = RealClock()`): still running at line 3, in RealClock.sleep (clock.py:"
+    assert ran.stopped_at.startswith(stopped)
+    assert ran.seconds < 30
+
+
+def test_each_notebook_gets_the_checks_expectation_of_its_kind(tmp_path: Path, shared: Path) -> None:
+    reads = "import os; assert os.environ['FLEETLAB_EXPECT_CHECKS'] == {!r}"
+    for kind, expected in (("instructor", "pass"), ("student", "not-yet")):
+        path = notebook(tmp_path / f"07_{kind}.ipynb", reads.format(expected))
+        assert suite.run_notebook(path, kind, shared, limit=60).result == suite.PASSED
+
+
+def test_every_lab_notebook_joins_the_run() -> None:
+    instructor = suite.lab_notebooks(REPO, "instructor")
+    student = suite.lab_notebooks(REPO, "student")
+    assert [p.name for p in instructor] == [p.name for p in student]
+    assert instructor == sorted((REPO / "labs" / "solutions").glob("*.ipynb"))
+    assert {p.name[:2] for p in student} >= {"00", "01", "02"}
+
+
+def table(backend: str, **diverging: str) -> FidelityTable:
+    findings = tuple(
+        Finding(f, f, "aws", diverging.get(f.replace(".", "__"), "as AWS"), f.replace(".", "__") not in diverging)
+        for f in feature_ids()
+    )
+    return FidelityTable(backend, {}, findings)
+
+
+def test_a_lab_lists_the_rows_it_reads_where_localstack_differs_from_aws_or_moto(tmp_path: Path) -> None:
+    localstack = table("localstack", dynamodb__ttl_deletion="not measured")
+    moto = table("moto", sqs__visibility_timeout="never comes back", events__immediate_receive="found every time")
+    path = notebook(tmp_path / "07_x.ipynb", 'lab.fidelity().get("dynamodb.ttl_deletion")',
+                    'lab.fidelity().get("sqs.visibility_timeout")', 'lab.fidelity().get("sqs.redrive_receive")')
+
+    read = suite.features_read([path])
+
+    assert read == ["sqs.visibility_timeout", "sqs.redrive_receive", "dynamodb.ttl_deletion"]
+    assert suite.declared_differences(localstack, moto, read) == [
+        "sqs.visibility_timeout: as AWS here (as AWS); moto differs: never comes back",
+        "dynamodb.ttl_deletion: differs from AWS here: not measured",
+    ]
+
+
+def test_the_report_has_one_table_per_lab_and_says_why_a_notebook_stopped(tmp_path: Path) -> None:
+    runs = [
+        suite.NotebookRun(REPO / "labs/solutions/01_at_least_once.ipynb", "instructor", suite.TIME_LIMIT, 120.4,
+                          "cell 9 (`clock.sleep(901)`): still running"),
+        suite.NotebookRun(REPO / "labs/01_at_least_once.ipynb", "student", suite.PASSED, 31.2),
+        suite.NotebookRun(REPO / "labs/00_orientation.ipynb", "student", suite.PASSED, 12.0),
+    ]
+    result = suite.SuiteResult(install_seconds=None, start_seconds=1.4, probe_seconds=40,
+                               contract=suite.ContractRun("21 passed in 130.2s", 0, 131.0), notebooks=runs,
+                               localstack=table("localstack", sqs__redelivery_delay="late by 1.0 s"), moto=None)
+    console = Console(record=True, width=200)
+
+    suite.print_report(result, console)
+
+    text = console.export_text()
+    assert "contract suite: pass: 21 passed in 130.2s (131 s)" in text
+    assert text.index("lab 00 (00_orientation.ipynb)") < text.index("lab 01 (01_at_least_once.ipynb)")
+    assert "time limit" in text and "cell 9 (`clock.sleep(901)`): still running" in text
+    assert text.count("declared divergences this lab reads: none") == 2  # lab 01 reads a row LocalStack matches
+    assert "notebooks: 2 passed, 1 failed" in text
+    assert not result.passed
+
+
+def test_a_terminate_signal_unwinds_the_run_so_localstack_is_stopped() -> None:
+    stopped = []
+    with pytest.raises(SystemExit) as exited:
+        with suite._terminate_as_exit():
+            try:
+                os.kill(os.getpid(), signal.SIGTERM)
+                pytest.fail("SIGTERM did not unwind the block")
+            finally:
+                stopped.append("LocalStack")
+    assert exited.value.code == 128 + signal.SIGTERM
+    assert stopped == ["LocalStack"]
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
