@@ -45,4 +45,4 @@ def test_moving_the_outage_slider_redraws_the_table(capsys):
     slider, _ = widget.children
     assert "a 1 h target outage" in capsys.readouterr().out
     slider.value = 30 * 60
-    assert "a 30 h target outage" in capsys.readouterr().out
+    assert "a 1 d 6 h target outage" in capsys.readouterr().out
