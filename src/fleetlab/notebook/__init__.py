@@ -1,10 +1,13 @@
 """What a notebook shows: tables (``tables``), matplotlib figures (``plots``, ``scaling_plots``,
-``callback_plots``) and ipywidgets controls (``widgets``, ``scaling_widgets``, ``callback_widgets``).
-Importing this package stays light: matplotlib and ipywidgets load when a figure or a widget is first made."""
+``replay_plots``, ``callback_plots``) and ipywidgets controls (``widgets``, ``scaling_widgets``,
+``replay_widgets``, ``callback_widgets``). Importing this package stays light: matplotlib and
+ipywidgets load when a figure or a widget is first made."""
 
 from .callback_plots import callback_timelines
 from .callback_widgets import callback_headroom_explorer, workflow_explorer
 from .plots import step_times_vs_visibility, trace_waterfall, visibility_timeline
+from .replay_plots import outage_posture, window_timeline
+from .replay_widgets import outage_explorer, outage_table
 from .scaling_plots import fleet_timeline, tradeoff_curve
 from .scaling_widgets import tradeoff_explorer
 from .tables import Table
@@ -15,11 +18,15 @@ __all__ = [
     "callback_headroom_explorer",
     "callback_timelines",
     "fleet_timeline",
+    "outage_explorer",
+    "outage_posture",
+    "outage_table",
     "step_times_vs_visibility",
     "trace_waterfall",
     "tradeoff_curve",
     "tradeoff_explorer",
     "visibility_explorer",
     "visibility_timeline",
+    "window_timeline",
     "workflow_explorer",
 ]
