@@ -28,9 +28,8 @@ from .errors import ConfigError, EnvelopeError, ModelError, PartlyRefused, Timeo
 from .events.envelope import Envelope, batches
 from .faults import FaultPlan
 from .ledger import EffectsLedger
-from .sqs import dlq
+from .sqs import dlq, messages
 from .sqs.lastattempt import LastAttempt
-from .sqs.messages import parse_body, trace_id_of
 from .sqs.worker import Delivery, HandleOutcome, Outcome, QueueWorker
 from .state.claimcheck import ClaimCheck
 from .state.idempotency import Claim, Completed, IdempotencyStore
@@ -267,12 +266,12 @@ class Fleet:
         known = ", ".join(sorted(self.topology.queues))
         rows = []
         for message in dlq.peek(self.backend, self.topology.unrouted_url):
-            body, envelope, _ = parse_body(message["Body"])
+            body, envelope, _ = messages.parse_body(message["Body"])
             detail = body.get("detail", {}) if isinstance(body, dict) else {}
             agent_class = detail.get("agent_class") if isinstance(detail, dict) else None
             why = (f"no rule routes agent_class {agent_class!r} (rules exist for {known})" if agent_class
                    else "the event has no agent_class")
-            rows.append({"trace_id": trace_id_of(message, envelope), "agent_class": str(agent_class), "why": why})
+            rows.append({"trace_id": messages.trace_id_of(message, envelope), "agent_class": str(agent_class), "why": why})
         return rows
 
     def run(
@@ -312,6 +311,23 @@ class Fleet:
                 continue
             idle += 1
             if not advance or idle > idle_polls:
+                break
+            self.clock.sleep(advance)
+        return report
+
+    def drain(self, *, advance: float, max_polls: int = 1_000) -> RunReport:
+        """Poll every worker until every work queue is empty: nothing visible, nothing in flight.
+
+        For work that did not come through ``submit`` or ``enqueue`` (a
+        redrive moves messages straight into a queue). When a round finds
+        nothing, the clock moves ``advance`` (a visibility timeout brings
+        failed steps back). Bounded by ``max_polls``.
+        """
+        report = RunReport()
+        while report.polls < max_polls:
+            if self._poll_round(report):
+                continue
+            if not any(messages.held(self.backend, queue.url) for queue in self.topology.queues.values()):
                 break
             self.clock.sleep(advance)
         return report

@@ -14,15 +14,18 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..agents.model import FakeModel
 from ..aws.backends import Backend
 from ..aws.topology import WorkQueue, experiment_queue
-from ..errors import ModelError
+from ..errors import ModelError, Timeout
 from ..events.envelope import Envelope
 from ..ledger import EffectsLedger
+from ..pipeline import Fleet, RunReport
 from ..sqs import messages
 from ..sqs.esm import BatchContext, BatchPoller, partial_batch_response
 from ..sqs.redrive import Drained
 from ..sqs.worker import Delivery, Outcome, QueueWorker
+from ..state.responses import ResponseStore
 from ..tracing import Tracer
 
 POLL_SECONDS = 10
@@ -129,17 +132,10 @@ def drain(backend: Backend, queue: WorkQueue, handler: Callable[[Delivery], Any]
     failing ``maxReceiveCount`` times, go back to the DLQ.
     """
     worker = QueueWorker(backend, queue.url, handler, name="fixed-worker", ledger=ledger, tracer=tracer)
-    outcomes = _drain(backend, queue, worker, settled=lambda: _held(backend, queue.url) == 0)
+    outcomes = _drain(backend, queue, worker, settled=lambda: messages.held(backend, queue.url) == 0)
     done = {o.message_id for o in outcomes if o.status == Outcome.DONE}
     failed = {o.message_id for o in outcomes if o.status != Outcome.DONE} - done
     return Drained(len(done), len(failed))
-
-
-def _held(backend: Backend, queue_url: str) -> int:
-    """Messages in the queue, visible or in flight."""
-    names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
-    attributes = backend.client("sqs").get_queue_attributes(QueueUrl=queue_url, AttributeNames=names)["Attributes"]
-    return sum(int(attributes.get(name, "0")) for name in names)
 
 
 # ------------------------------------------------------------------ 3. looking is receiving
@@ -206,7 +202,7 @@ def stale_delete(backend: Backend, queue: WorkQueue, trace_id: str) -> StaleDele
     backend.clock.sleep(queue.visibility_timeout + 1)  # worker 1's step overruns
     second = messages.receive(backend, queue.url)[0]
     sqs.delete_message(QueueUrl=queue.url, ReceiptHandle=first["ReceiptHandle"])
-    left = _held(backend, queue.url) > 0
+    left = messages.held(backend, queue.url) > 0
     try:
         sqs.change_message_visibility(QueueUrl=queue.url, ReceiptHandle=second["ReceiptHandle"],
                                       VisibilityTimeout=queue.visibility_timeout)
@@ -270,7 +266,7 @@ def batch_of_ten(
         poller = BatchPoller(backend, queue.url, queue.arn, handler, batch_size=steps, ledger=run.ledger,
                              report_batch_item_failures=response != "raise")
         horizon = backend.clock.now() + (max_receive_count + 2) * (visibility_timeout + POLL_SECONDS)
-        while _held(backend, queue.url) and backend.clock.now() < horizon:
+        while messages.held(backend, queue.url) and backend.clock.now() < horizon:
             outcome = poller.poll_once()
             if outcome.received:
                 run.polls.append(outcome)
@@ -339,3 +335,98 @@ def head_of_line(
         backend.clock.run_together(*(lambda w=w: work(w) for w in team))
         horizon = backend.clock.now() - start
     return GroupProgress(finished, steps, stuck, parked[0] if parked else None, horizon)
+
+
+# ------------------------------------------------------------------ 7. an incident to triage, and its redrive
+
+
+@dataclass(frozen=True)
+class Incident:
+    """Which steps an incident sent, by what went wrong with them."""
+
+    throttled: list[str]
+    poison: list[str]
+    crashed: list[str]
+    malformed: list[str]
+    healthy: list[str]
+
+    @property
+    def researcher_steps(self) -> list[str]:
+        """The steps on the researcher queue (the malformed ones went to the coder queue)."""
+        return self.throttled + self.poison + self.crashed + self.healthy
+
+
+def incident_model(seed: int, *, poison: Iterable[str], down_for: float, clock: Any) -> FakeModel:
+    """The incident's model: it rejects ``poison`` every time, and its provider is down for ``down_for`` seconds from now."""
+    return FakeModel(seed=seed, poison=frozenset(poison), down_until=clock.now() + down_for)
+
+
+def incident(fleet: Fleet, *, outage_seconds: float = 600) -> Incident:
+    """A bad hour for the fleet's researcher and coder queues, run until every step is done or parked.
+
+    Six steps arrive while the model's provider is down (its outage lasts
+    ``outage_seconds``; the fleet's model must be ``incident_model``); after
+    it, three poison steps, one step whose worker crashes on its last
+    attempt, eight healthy steps, and two malformed messages a buggy
+    producer sent to the coder queue. The fleet should give up on a last
+    attempt (``last_attempt=True``), so every parked step carries its diagnosis.
+    """
+    clock = fleet.clock
+    throttled = [f"conv-{n}-step-1" for n in range(1, 7)]
+    fleet.enqueue(*(Envelope(t, t.split("-")[1], 1, "researcher") for t in throttled))
+    fleet.run(advance=60, idle_polls=2)
+    clock.sleep(outage_seconds)
+    coder = fleet.topology.queue("coder")
+    malformed = []
+    for n in (1, 2):  # no envelope, so the worker names each by its MessageId
+        body = json.dumps({"conversation": f"c-{n}", "note": "a producer bug dropped the envelope"})
+        malformed.append(fleet.backend.client("sqs").send_message(QueueUrl=coder.url, MessageBody=body)["MessageId"])
+    fleet.submitted += malformed
+    story = Incident(
+        throttled=throttled,
+        poison=[f"conv-{n}-step-1" for n in (7, 8, 9)],
+        crashed=["conv-10-step-1"],
+        malformed=malformed,
+        healthy=[f"conv-{n}-step-1" for n in range(11, 19)],
+    )
+    fleet.enqueue(*(Envelope(t, t.split("-")[1], 1, "researcher") for t in story.poison + story.crashed + story.healthy))
+    visibility = max(q.visibility_timeout for q in fleet.topology.queues.values())
+    fleet.run(advance=visibility + 1, idle_polls=6)
+    return story
+
+
+def drained(report: RunReport) -> Drained:
+    """A fleet run as a redrive's ``process`` result: steps done, and steps parked again."""
+    return Drained(report.count(Outcome.DONE), report.count(Outcome.PARKED))
+
+
+# ------------------------------------------------------------------ 8. the caller who waits for an answer
+
+
+def caller_waits(fleet: Fleet, responses: ResponseStore, trace_id: str, *, patience: float = 3_600) -> dict[str, Any]:
+    """A caller enqueues ``trace_id`` and waits up to ``patience`` seconds for its answer while the fleet works.
+
+    The caller and the fleet run side by side on the clock. Returns what the
+    caller got (the answer or a hang), after how long, and on which receive
+    the answer was written.
+    """
+    clock = fleet.clock
+    start = clock.now()
+    fleet.enqueue(Envelope(trace_id, trace_id.split("-")[1], 1, "researcher"))
+    visibility = fleet.topology.queue("researcher").visibility_timeout
+
+    def caller() -> dict[str, Any]:
+        try:
+            answer = responses.wait(trace_id, timeout=patience, every=60)
+        except Timeout:
+            return {"caller got": f"nothing: still waiting after {patience / 60:.0f} min", "after (min)": patience // 60,
+                    "written on receive": "-"}
+        what = "the result" if answer.ok else f"a graceful error ({answer.error_code})"
+        return {"caller got": what, "after (min)": round((clock.now() - start) / 60),
+                "written on receive": answer.attempt}
+
+    def workers() -> None:
+        fleet.run(advance=visibility + 1, idle_polls=5)
+
+    story, _ = clock.run_together(caller, workers)
+    return story

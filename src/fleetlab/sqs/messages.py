@@ -76,6 +76,13 @@ def depth(backend: Backend, queue_url: str) -> int:
     return int(attributes["ApproximateNumberOfMessages"])
 
 
+def held(backend: Backend, queue_url: str) -> int:
+    """Messages in the queue, visible or in flight (SQS's approximate counts; exact on the emulators)."""
+    names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+    attributes = backend.client("sqs").get_queue_attributes(QueueUrl=queue_url, AttributeNames=names)["Attributes"]
+    return sum(int(attributes.get(name, "0")) for name in names)
+
+
 def delete_batch(backend: Backend, queue_url: str, messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Delete ``messages`` (received from ``queue_url``), ten per DeleteMessageBatch.
 
