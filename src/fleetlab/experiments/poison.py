@@ -112,15 +112,16 @@ def outage_budget(
         return BudgetRun(max_receive_count, len(ledger.effects()), messages.depth(backend, queue.dlq_url), ledger)
 
 
-def _drain(backend: Backend, queue: WorkQueue, worker: QueueWorker, *, settled: Callable[[], bool]) -> list[Any]:
-    """Poll until ``settled()``, within (maxReceiveCount + 2) visibility timeouts of the clock."""
-    horizon = backend.clock.now() + (queue.max_receive_count + 2) * (queue.visibility_timeout + POLL_SECONDS)
+def _drain(backend: Backend, queue: WorkQueue, worker: QueueWorker, *, settled: Callable[[], bool],
+           poll: float = POLL_SECONDS) -> list[Any]:
+    """Poll (every ``poll`` seconds when idle) until ``settled()``, within (maxReceiveCount + 2) visibility timeouts."""
+    horizon = backend.clock.now() + (queue.max_receive_count + 2) * (queue.visibility_timeout + poll)
     outcomes: list[Any] = []
     while not settled() and backend.clock.now() < horizon:
         found = worker.poll_once(max_messages=messages.MAX_RECEIVE_BATCH)
         outcomes += found
         if not found:
-            backend.clock.sleep(POLL_SECONDS)
+            backend.clock.sleep(poll)
     return outcomes
 
 
@@ -132,7 +133,8 @@ def drain(backend: Backend, queue: WorkQueue, handler: Callable[[Delivery], Any]
     failing ``maxReceiveCount`` times, go back to the DLQ.
     """
     worker = QueueWorker(backend, queue.url, handler, name="fixed-worker", ledger=ledger, tracer=tracer)
-    outcomes = _drain(backend, queue, worker, settled=lambda: messages.held(backend, queue.url) == 0)
+    outcomes = _drain(backend, queue, worker, settled=lambda: messages.held(backend, queue.url) == 0,
+                      poll=max(POLL_SECONDS, queue.visibility_timeout / 2))
     done = {o.message_id for o in outcomes if o.status == Outcome.DONE}
     failed = {o.message_id for o in outcomes if o.status != Outcome.DONE} - done
     return Drained(len(done), len(failed))
