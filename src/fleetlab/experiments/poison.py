@@ -16,12 +16,14 @@ from typing import Any
 
 from ..agents.model import FakeModel
 from ..aws.backends import Backend
-from ..aws.topology import WorkQueue, experiment_queue
-from ..errors import ModelError, Timeout
+from ..aws.topology import Topology, WorkQueue, experiment_queue
+from ..errors import InvalidInput, ModelError, Timeout
 from ..events.envelope import Envelope
+from ..faults import Crash, CrashPoint, FaultPlan
+from ..grading.values import duration
 from ..ledger import EffectsLedger
 from ..pipeline import Fleet, RunReport
-from ..sqs import messages
+from ..sqs import dlq, messages
 from ..sqs.esm import BatchContext, BatchPoller, partial_batch_response
 from ..sqs.redrive import Drained
 from ..sqs.worker import Delivery, Outcome, QueueWorker
@@ -221,28 +223,38 @@ def stale_delete(backend: Backend, queue: WorkQueue, trace_id: str) -> StaleDele
 
 @dataclass
 class BatchRun:
-    """A batch poller's run: the effects in the order they happened, and each poll's outcome."""
+    """A batch poller's run: each invocation's records, what ran, what it reported; effects; steps parked."""
 
     ledger: EffectsLedger = field(default_factory=EffectsLedger)
-    polls: list[Any] = field(default_factory=list)
+    invocations: list[dict[str, Any]] = field(default_factory=list)
+    parked: int = 0
 
     @property
     def order(self) -> list[str]:
-        return [effect.key for effect in self.ledger.effects()]
+        """Step numbers in the order they took effect."""
+        return [effect.key.rsplit("-", 1)[1] for effect in self.ledger.effects()]
+
+
+HANDLERS = {
+    "raise": "no partial responses: raise when a record failed",
+    "standard": "partial responses, the standard way",
+    "fifo": "partial responses, the FIFO way",
+}
 
 
 def batch_of_ten(
     backend: Backend, prefix: str, *, failing: dict[str, int], response: str, fifo: bool = False,
     steps: int = 10, visibility_timeout: int = 60, max_receive_count: int = 3,
 ) -> BatchRun:
-    """One ESM batch of ``steps`` steps of one conversation, polled until the queue is empty.
+    """One conversation's ``steps`` steps through an ESM in batches of ten, polled until the queue is empty.
 
     ``failing`` maps a trace id to how many attempts fail (a large number:
-    poison). ``response`` is how the handler answers: ``"raise"`` (no
-    ReportBatchItemFailures: it raises when a record failed),
-    ``"standard"`` or ``"fifo"`` (partial batch responses, the standard or
-    the FIFO way).
+    poison). ``response`` is how the handler answers (``HANDLERS``): it
+    raises when a record failed (no ReportBatchItemFailures), or returns a
+    partial batch response, the standard or the FIFO way.
     """
+    if response not in HANDLERS:
+        raise InvalidInput("response", f"{response!r} is not one of {sorted(HANDLERS)}")
     run = BatchRun()
     attempts: dict[str, int] = {}
     with experiment_queue(backend, prefix, visibility_timeout=visibility_timeout, max_receive_count=max_receive_count,
@@ -250,30 +262,79 @@ def batch_of_ten(
         trace_ids = [f"conv-1-step-{n}" for n in range(1, steps + 1)]
         send_steps(backend, queue.url, trace_ids, group_of=(lambda _: "conv-1") if fifo else None)
 
-        def process(record: dict[str, Any], context: BatchContext) -> None:
-            trace_id = json.loads(record["body"])["trace_id"]
-            attempts[trace_id] = attempts.get(trace_id, 0) + 1
-            if attempts[trace_id] <= failing.get(trace_id, 0):
-                raise ValueError(f"{trace_id}: the tool output is unparseable")
-            context.record_effect(record, kind="step")
-
         def handler(event: dict[str, Any], context: BatchContext) -> Any:
+            invocation: dict[str, Any] = {"records": [_step_of(r) for r in event["Records"]], "ran": []}
+            run.invocations.append(invocation)
+
+            def process(record: dict[str, Any]) -> None:
+                trace_id = json.loads(record["body"])["trace_id"]
+                attempts[trace_id] = attempts.get(trace_id, 0) + 1
+                if attempts[trace_id] <= failing.get(trace_id, 0):
+                    raise ValueError(f"{trace_id}: the tool output is unparseable")
+                context.record_effect(record, kind="step")
+                invocation["ran"].append(_step_of(record))
+
+            answer = partial_batch_response(event, process, fifo=response == "fifo")
+            by_id = {r["messageId"]: _step_of(r) for r in event["Records"]}
+            invocation["back"] = [by_id[f["itemIdentifier"]] for f in answer["batchItemFailures"]]
             if response == "raise":
-                failures = partial_batch_response(event, lambda record: process(record, context))
-                if failures["batchItemFailures"]:
-                    raise RuntimeError(f"{len(failures['batchItemFailures'])} record(s) failed")
+                if answer["batchItemFailures"]:
+                    invocation["back"] = invocation["records"]
+                    raise RuntimeError(f"{len(answer['batchItemFailures'])} record(s) failed")
                 return None
-            return partial_batch_response(event, lambda record: process(record, context), fifo=response == "fifo")
+            return answer
 
         poller = BatchPoller(backend, queue.url, queue.arn, handler, batch_size=steps, ledger=run.ledger,
                              report_batch_item_failures=response != "raise")
-        horizon = backend.clock.now() + (max_receive_count + 2) * (visibility_timeout + POLL_SECONDS)
+        horizon = backend.clock.now() + (max_receive_count + steps) * (visibility_timeout + POLL_SECONDS)
         while messages.held(backend, queue.url) and backend.clock.now() < horizon:
             outcome = poller.poll_once()
-            if outcome.received:
-                run.polls.append(outcome)
             backend.clock.sleep(POLL_SECONDS if not outcome.received else visibility_timeout + 1)
+        run.parked = messages.held(backend, queue.dlq_url)
     return run
+
+
+def _step_of(record: dict[str, Any]) -> str:
+    return json.loads(record["body"])["trace_id"].rsplit("-", 1)[1]
+
+
+def beside_powertools(backend: Backend, prefix: str, *, failing_step: int = 4) -> list[dict[str, Any]]:
+    """One real batch of ten from a standard and from a FIFO queue, step ``failing_step`` failing:
+    the records fleetlab's ``partial_batch_response`` reports beside those Powertools' processor reports."""
+    from aws_lambda_powertools.utilities.batch import (
+        BatchProcessor,
+        EventType,
+        SqsFifoPartialProcessor,
+        process_partial_response,
+    )
+
+    rows = []
+    for fifo in (False, True):
+        with experiment_queue(backend, prefix, visibility_timeout=60, fifo=fifo) as queue:
+            send_steps(backend, queue.url, [f"conv-1-step-{n}" for n in range(1, 11)],
+                       group_of=(lambda _: "conv-1") if fifo else None)
+            events: list[dict[str, Any]] = []
+            BatchPoller(backend, queue.url, queue.arn, lambda event, context: events.append(event) or {},
+                        batch_size=10, batching_window=0 if backend.clock.virtual else 2).poll_once()
+        event = events[0]
+        by_id = {r["messageId"]: _step_of(r) for r in event["Records"]}
+
+        def process(record: dict[str, Any]) -> None:
+            if _step_of(record) == str(failing_step):
+                raise ValueError("the tool output is unparseable")
+
+        processor = SqsFifoPartialProcessor() if fifo else BatchProcessor(event_type=EventType.SQS)
+        theirs = process_partial_response(event=event, record_handler=lambda record: process(record.raw_event),
+                                          processor=processor)
+        ours = partial_batch_response(event, process, fifo=fifo)
+        rows.append({
+            "queue": "FIFO" if fifo else "standard",
+            "fleetlab reports steps": " ".join(by_id[f["itemIdentifier"]] for f in ours["batchItemFailures"]),
+            "Powertools reports steps": " ".join(by_id[f["itemIdentifier"]] for f in theirs["batchItemFailures"]),
+            "Powertools' processor": type(processor).__name__,
+            "same response": ours == theirs,
+        })
+    return rows
 
 
 # ------------------------------------------------------------------ 6. FIFO head-of-line blocking
@@ -344,8 +405,9 @@ def head_of_line(
 
 @dataclass(frozen=True)
 class Incident:
-    """Which steps an incident sent, by what went wrong with them."""
+    """A bad hour: the fleet that lived through it, and which steps it sent, by what went wrong with them."""
 
+    fleet: Fleet
     throttled: list[str]
     poison: list[str]
     crashed: list[str]
@@ -354,52 +416,67 @@ class Incident:
 
     @property
     def researcher_steps(self) -> list[str]:
-        """The steps on the researcher queue (the malformed ones went to the coder queue)."""
+        """The steps on the researcher queue (the malformed messages went to the coder queue)."""
         return self.throttled + self.poison + self.crashed + self.healthy
 
 
-def incident_model(seed: int, *, poison: Iterable[str], down_for: float, clock: Any) -> FakeModel:
-    """The incident's model: it rejects ``poison`` every time, and its provider is down for ``down_for`` seconds from now."""
-    return FakeModel(seed=seed, poison=frozenset(poison), down_until=clock.now() + down_for)
+def incident(backend: Backend, topology: Topology, *, responses: ResponseStore, seed: int = 3,
+             outage_seconds: float = 600) -> Incident:
+    """A bad hour for a fleet that gives up on its last attempt, run until every step is done or parked.
 
-
-def incident(fleet: Fleet, *, outage_seconds: float = 600) -> Incident:
-    """A bad hour for the fleet's researcher and coder queues, run until every step is done or parked.
-
-    Six steps arrive while the model's provider is down (its outage lasts
-    ``outage_seconds``; the fleet's model must be ``incident_model``); after
-    it, three poison steps, one step whose worker crashes on its last
-    attempt, eight healthy steps, and two malformed messages a buggy
-    producer sent to the coder queue. The fleet should give up on a last
-    attempt (``last_attempt=True``), so every parked step carries its diagnosis.
+    Six researcher steps arrive while the model's provider is down (for
+    ``outage_seconds``); after it, three poison steps, one step whose worker
+    crashes on every attempt, eight healthy steps, and two malformed messages
+    a buggy producer sent to the coder queue. Every parked step carries its diagnosis.
     """
-    clock = fleet.clock
+    clock = backend.clock
     throttled = [f"conv-{n}-step-1" for n in range(1, 7)]
-    fleet.enqueue(*(Envelope(t, t.split("-")[1], 1, "researcher") for t in throttled))
+    poisoned = [f"conv-{n}-step-1" for n in (7, 8, 9)]
+    crashed = ["conv-10-step-1"]
+    model = FakeModel(seed=seed, poison=frozenset(poisoned), down_until=clock.now() + outage_seconds)
+    crashes = FaultPlan(crashes=tuple(Crash(CrashPoint.BEFORE_EFFECT, crashed[0], n) for n in (1, 2, 3)))
+    fleet = Fleet(backend, topology, model=model, responses=responses, last_attempt=True, faults=crashes)
+    fleet.enqueue(*(_researcher_step(t) for t in throttled))
     fleet.run(advance=60, idle_polls=2)
     clock.sleep(outage_seconds)
-    coder = fleet.topology.queue("coder")
     malformed = []
     for n in (1, 2):  # no envelope, so the worker names each by its MessageId
         body = json.dumps({"conversation": f"c-{n}", "note": "a producer bug dropped the envelope"})
-        malformed.append(fleet.backend.client("sqs").send_message(QueueUrl=coder.url, MessageBody=body)["MessageId"])
+        malformed.append(backend.client("sqs").send_message(QueueUrl=topology.queue("coder").url, MessageBody=body)["MessageId"])
     fleet.submitted += malformed
-    story = Incident(
-        throttled=throttled,
-        poison=[f"conv-{n}-step-1" for n in (7, 8, 9)],
-        crashed=["conv-10-step-1"],
-        malformed=malformed,
-        healthy=[f"conv-{n}-step-1" for n in range(11, 19)],
-    )
-    fleet.enqueue(*(Envelope(t, t.split("-")[1], 1, "researcher") for t in story.poison + story.crashed + story.healthy))
-    visibility = max(q.visibility_timeout for q in fleet.topology.queues.values())
-    fleet.run(advance=visibility + 1, idle_polls=6)
-    return story
+    healthy = [f"conv-{n}-step-1" for n in range(11, 19)]
+    fleet.enqueue(*(_researcher_step(t) for t in poisoned + crashed + healthy))
+    fleet.run(advance=max(q.visibility_timeout for q in topology.queues.values()) + 1, idle_polls=6)
+    return Incident(fleet, throttled, poisoned, crashed, malformed, healthy)
+
+
+def _researcher_step(trace_id: str) -> Envelope:
+    return Envelope(trace_id, trace_id.split("-")[1], 1, "researcher")
 
 
 def drained(report: RunReport) -> Drained:
     """A fleet run as a redrive's ``process`` result: steps done, and steps parked again."""
     return Drained(report.count(Outcome.DONE), report.count(Outcome.PARKED))
+
+
+def retention_rows(record: dlq.ParkedRecord, *, parked_at: float, source_retention: float,
+                   dlq_retentions: Iterable[float]) -> list[dict[str, str]]:
+    """For each DLQ retention: when SQS deletes this parked record, and what is left for triage.
+
+    SQS counts a message's age from its first enqueue (``SentTimestamp``,
+    which travels to the DLQ), so the worst case is a step that waited the
+    source queue's whole retention before it was parked.
+    """
+    rows = []
+    waited = 60 * round((parked_at - record.sent_at) / 60)  # to the minute
+    for retention in dlq_retentions:
+        rows.append({
+            "DLQ keeps": duration(retention),
+            "this record is deleted": f"{duration(retention - waited)} after parking",
+            "a step that waited the queue's whole retention first": (
+                f"{duration(max(0.0, retention - source_retention))} after parking"),
+        })
+    return rows
 
 
 # ------------------------------------------------------------------ 8. the caller who waits for an answer
@@ -414,17 +491,17 @@ def caller_waits(fleet: Fleet, responses: ResponseStore, trace_id: str, *, patie
     """
     clock = fleet.clock
     start = clock.now()
-    fleet.enqueue(Envelope(trace_id, trace_id.split("-")[1], 1, "researcher"))
+    fleet.enqueue(_researcher_step(trace_id))
     visibility = fleet.topology.queue("researcher").visibility_timeout
 
     def caller() -> dict[str, Any]:
         try:
             answer = responses.wait(trace_id, timeout=patience, every=60)
         except Timeout:
-            return {"caller got": f"nothing: still waiting after {patience / 60:.0f} min", "after (min)": patience // 60,
+            return {"the caller got": f"nothing: still waiting after {duration(patience)}", "after": duration(patience),
                     "written on receive": "-"}
         what = "the result" if answer.ok else f"a graceful error ({answer.error_code})"
-        return {"caller got": what, "after (min)": round((clock.now() - start) / 60),
+        return {"the caller got": what, "after": duration(60 * round((clock.now() - start) / 60)),
                 "written on receive": answer.attempt}
 
     def workers() -> None:
@@ -432,3 +509,15 @@ def caller_waits(fleet: Fleet, responses: ResponseStore, trace_id: str, *, patie
 
     story, _ = clock.run_together(caller, workers)
     return story
+
+
+def callers(backend: Backend, topology: Topology, responses: ResponseStore) -> list[dict[str, Any]]:
+    """A caller per worker kind waits on a poison step: a worker without an attempt budget, and one with it."""
+    rows = []
+    for n, budget in ((50, False), (51, True)):
+        trace_id = f"conv-{n}-step-1"
+        fleet = Fleet(backend, topology, model=FakeModel(seed=4, poison=frozenset({trace_id})), responses=responses,
+                      last_attempt=budget)
+        kind = "gives up one receive below maxReceiveCount" if budget else "no attempt budget (the queue parks it)"
+        rows.append({"worker": kind, **caller_waits(fleet, responses, trace_id)})
+    return rows
