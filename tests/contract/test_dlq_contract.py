@@ -218,3 +218,38 @@ def test_partial_batch_responses_match_powertools_processors_on_real_batches(bac
             for skip in ([False, True] if fifo else [False]):
                 ours = partial_batch_response(event, handler, fifo=fifo, skip_group_on_error=skip)
                 assert ours == powertools_failures(event, handler, fifo=fifo, skip_group_on_error=skip), failing
+
+
+class FailingSends:
+    """The SQS client, except that its ``fail_on``-th SendMessage is refused (the service is unavailable)."""
+
+    def __init__(self, sqs, fail_on):
+        self._sqs, self.sends, self.fail_on = sqs, 0, fail_on
+
+    def send_message(self, **params):
+        self.sends += 1
+        if self.sends == self.fail_on:
+            from botocore.exceptions import ClientError
+
+            raise ClientError({"Error": {"Code": "ServiceUnavailable"}}, "SendMessage")
+        return self._sqs.send_message(**params)
+
+    def __getattr__(self, name):
+        return getattr(self._sqs, name)
+
+
+def test_a_move_that_fails_part_way_loses_nothing(backend, monkeypatch):
+    sqs = backend.client("sqs")
+    with experiment_queue(backend, new_prefix("ct"), visibility_timeout=60, max_receive_count=3) as queue:
+        bodies = [json.dumps(step(n).detail()) for n in range(7)]
+        for body in bodies:
+            sqs.send_message(QueueUrl=queue.dlq_url, MessageBody=body)
+        failing = FailingSends(sqs, fail_on=3)
+        real_client = backend.client
+        monkeypatch.setattr(backend, "client", lambda service: failing if service == "sqs" else real_client(service))
+        with pytest.raises(Exception, match="ServiceUnavailable"):
+            redrive.move(backend, queue)
+        monkeypatch.undo()
+        moved = [m["Body"] for m in dlq.peek(backend, queue.url)]
+        still_parked = [m["Body"] for m in dlq.peek(backend, queue.dlq_url)]
+        assert len(moved) == 2 and sorted(moved + still_parked) == sorted(bodies)  # each exactly once, somewhere
