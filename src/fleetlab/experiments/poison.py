@@ -20,7 +20,7 @@ from ..aws.topology import Topology, WorkQueue, experiment_queue
 from ..errors import InvalidInput, ModelError, Timeout
 from ..events.envelope import Envelope
 from ..faults import Crash, CrashPoint, FaultPlan
-from ..grading.values import duration
+from ..units import duration
 from ..ledger import EffectsLedger
 from ..pipeline import Fleet, RunReport
 from ..sqs import dlq, messages

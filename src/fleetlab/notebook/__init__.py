@@ -1,11 +1,14 @@
 """What a notebook shows: tables (``tables``), matplotlib figures (``plots``, ``scaling_plots``,
-``dlq_plots``) and ipywidgets controls (``widgets``, ``scaling_widgets``, ``dlq_widgets``).
+``dlq_plots``, ``replay_plots``) and ipywidgets controls (``widgets``, ``scaling_widgets``,
+``dlq_widgets``, ``replay_widgets``).
 Importing this package stays light: matplotlib and ipywidgets load when a figure or a widget is
 first made."""
 
 from .dlq_plots import failure_classes, group_progress
 from .dlq_widgets import head_of_line_explorer
 from .plots import step_times_vs_visibility, trace_waterfall, visibility_timeline
+from .replay_plots import outage_posture, window_timeline
+from .replay_widgets import outage_explorer, outage_table
 from .scaling_plots import fleet_timeline, tradeoff_curve
 from .scaling_widgets import tradeoff_explorer
 from .tables import Table
@@ -17,10 +20,14 @@ __all__ = [
     "fleet_timeline",
     "group_progress",
     "head_of_line_explorer",
+    "outage_explorer",
+    "outage_posture",
+    "outage_table",
     "step_times_vs_visibility",
     "trace_waterfall",
     "tradeoff_curve",
     "tradeoff_explorer",
     "visibility_explorer",
     "visibility_timeline",
+    "window_timeline",
 ]
