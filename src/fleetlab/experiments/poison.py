@@ -14,9 +14,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..agents.model import FakeModel
+from ..agents.model import FakeModel, LatencyProfile
 from ..aws.backends import Backend
-from ..aws.topology import Topology, WorkQueue, experiment_queue
+from ..aws.topology import AgentClass, Topology, TopologySpec, WorkQueue, experiment_queue
 from ..errors import InvalidInput, ModelError, Timeout
 from ..events.envelope import Envelope
 from ..faults import Crash, CrashPoint, FaultPlan
@@ -32,6 +32,13 @@ from ..tracing import Tracer
 
 POLL_SECONDS = 10
 """How often the experiments' workers poll an empty queue, in seconds of the backend's clock."""
+
+LAB_SPEC = TopologySpec(agent_classes=(AgentClass("researcher", step_p95_seconds=40),
+                                       AgentClass("coder", step_p95_seconds=40)))
+"""Lab 03's topology: Lambda-sized steps, so a retry comes back after a 60 s visibility timeout."""
+
+QUICK_STEPS = LatencyProfile(p50=5, p95=20)
+"""Model latency of the lab's fleets: steps of seconds, as a Lambda consumer runs them."""
 
 
 def step_body(trace_id: str, agent_class: str = "researcher") -> str:
@@ -433,7 +440,7 @@ def incident(backend: Backend, topology: Topology, *, responses: ResponseStore, 
     throttled = [f"conv-{n}-step-1" for n in range(1, 7)]
     poisoned = [f"conv-{n}-step-1" for n in (7, 8, 9)]
     crashed = ["conv-10-step-1"]
-    model = FakeModel(seed=seed, poison=frozenset(poisoned), down_until=clock.now() + outage_seconds)
+    model = FakeModel(seed=seed, latency=QUICK_STEPS, poison=frozenset(poisoned), down_until=clock.now() + outage_seconds)
     crashes = FaultPlan(crashes=tuple(Crash(CrashPoint.BEFORE_EFFECT, crashed[0], n) for n in (1, 2, 3)))
     fleet = Fleet(backend, topology, model=model, responses=responses, last_attempt=True, faults=crashes)
     fleet.enqueue(*(_researcher_step(t) for t in throttled))
@@ -482,7 +489,7 @@ def retention_rows(record: dlq.ParkedRecord, *, parked_at: float, source_retenti
 # ------------------------------------------------------------------ 8. the caller who waits for an answer
 
 
-def caller_waits(fleet: Fleet, responses: ResponseStore, trace_id: str, *, patience: float = 3_600) -> dict[str, Any]:
+def caller_waits(fleet: Fleet, responses: ResponseStore, trace_id: str, *, patience: float = 900) -> dict[str, Any]:
     """A caller enqueues ``trace_id`` and waits up to ``patience`` seconds for its answer while the fleet works.
 
     The caller and the fleet run side by side on the clock. Returns what the
@@ -496,7 +503,7 @@ def caller_waits(fleet: Fleet, responses: ResponseStore, trace_id: str, *, patie
 
     def caller() -> dict[str, Any]:
         try:
-            answer = responses.wait(trace_id, timeout=patience, every=60)
+            answer = responses.wait(trace_id, timeout=patience, every=30)
         except Timeout:
             return {"the caller got": f"nothing: still waiting after {duration(patience)}", "after": duration(patience),
                     "written on receive": "-"}
@@ -516,8 +523,8 @@ def callers(backend: Backend, topology: Topology, responses: ResponseStore) -> l
     rows = []
     for n, budget in ((50, False), (51, True)):
         trace_id = f"conv-{n}-step-1"
-        fleet = Fleet(backend, topology, model=FakeModel(seed=4, poison=frozenset({trace_id})), responses=responses,
-                      last_attempt=budget)
+        fleet = Fleet(backend, topology, model=FakeModel(seed=4, latency=QUICK_STEPS, poison=frozenset({trace_id})),
+                      responses=responses, last_attempt=budget)
         kind = "gives up one receive below maxReceiveCount" if budget else "no attempt budget (the queue parks it)"
         rows.append({"worker": kind, **caller_waits(fleet, responses, trace_id)})
     return rows

@@ -110,14 +110,14 @@ BUDGET_WRONG = (
     public=[
         Facts("Lambda workers: a retry every minute, 4-minute outages, poison out within 15 min; "
               "the queue keeps 4 d, triage takes up to 3 d", 60, 240, 900, 4 * DAY, 3 * DAY),
-        Facts("container workers: a retry every 5 min, outages up to 1000 s, poison out within 2 h; "
-              "the queue keeps 1 d, triage takes up to 2 d", 300, 1_000, 7_200, DAY, 2 * DAY),
+        Facts("container workers: a retry every 2 min, outages up to 5 min, poison out within 1 h; "
+              "the queue keeps 1 d, triage takes up to 2 d", 120, 300, 3_600, DAY, 2 * DAY),
     ],
     hidden=[
-        Facts("a retry every 2 min, 9-minute outages, poison out within 1 h; the queue keeps 2 d, "
-              "triage takes up to 10 d", 120, 540, 3_600, 2 * DAY, 10 * DAY),
-        Facts("a retry every 15 min, outages up to 50 min, poison out within 6 h; the queue keeps 7 d, "
-              "triage takes up to 5 d", 900, 3_000, 21_600, 7 * DAY, 5 * DAY),
+        Facts("a retry every 3 min, outages up to 10 min, poison out within 1 h; the queue keeps 2 d, "
+              "triage takes up to 10 d", 180, 600, 3_600, 2 * DAY, 10 * DAY),
+        Facts("a retry every minute, outages up to 7 min 30 s, poison out within 30 min; the queue keeps 7 d, "
+              "triage takes up to 5 d", 60, 450, 1_800, 7 * DAY, 5 * DAY),
     ],
     reference=reference_budget,
     right_answers=BUDGET_RIGHT,
