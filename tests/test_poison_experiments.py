@@ -14,7 +14,7 @@ from fleetlab.state.responses import ResponseStore
 @pytest.fixture(scope="module")
 def lab():
     backend = open_backend("moto")
-    topology = provision(backend, prefix=new_prefix("t03"))
+    topology = provision(backend, poison.LAB_SPEC, prefix=new_prefix("t03"))
     yield backend, topology
     assert topology.teardown() == []
     backend.close()
