@@ -1,10 +1,12 @@
 """What a notebook shows: tables (``tables``), matplotlib figures (``plots``, ``scaling_plots``,
-``replay_plots``, ``callback_plots``) and ipywidgets controls (``widgets``, ``scaling_widgets``,
-``replay_widgets``, ``callback_widgets``). Importing this package stays light: matplotlib and
-ipywidgets load when a figure or a widget is first made."""
+``dlq_plots``, ``callback_plots``, ``replay_plots``) and ipywidgets controls (``widgets``,
+``scaling_widgets``, ``dlq_widgets``, ``callback_widgets``, ``replay_widgets``). Importing this
+package stays light: matplotlib and ipywidgets load when a figure or a widget is first made."""
 
 from .callback_plots import callback_timelines
 from .callback_widgets import callback_headroom_explorer, workflow_explorer
+from .dlq_plots import failure_classes, group_progress
+from .dlq_widgets import head_of_line_explorer
 from .plots import step_times_vs_visibility, trace_waterfall, visibility_timeline
 from .replay_plots import outage_posture, window_timeline
 from .replay_widgets import outage_explorer, outage_table
@@ -17,7 +19,10 @@ __all__ = [
     "Table",
     "callback_headroom_explorer",
     "callback_timelines",
+    "failure_classes",
     "fleet_timeline",
+    "group_progress",
+    "head_of_line_explorer",
     "outage_explorer",
     "outage_posture",
     "outage_table",
