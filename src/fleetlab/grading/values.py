@@ -52,3 +52,19 @@ def duration(span: float) -> str:
     if rest or not parts:
         parts.append(f"{rest:g} s")
     return " ".join(parts)
+
+
+def whole_number(value: Any, *, returned_by: str, what: str, example: str) -> int:
+    """``value`` as an int when it is a whole number (numpy, 5.0 and Fraction(10, 2) too); InvalidInput otherwise.
+
+    ``what`` names the quantity in the message ("a whole number of replicas").
+    """
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, Decimal)):
+        problem = f"returned {value!r}, a {type(value).__name__}"
+    elif not math.isfinite(value):
+        problem = f"returned {value!r}"
+    elif value != int(value):
+        problem = f"returned {value!r}, which is not a whole number"
+    else:
+        return int(value)
+    raise InvalidInput(returned_by, problem, hint=f"return {what}, like {example}")
