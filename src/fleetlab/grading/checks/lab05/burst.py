@@ -128,7 +128,7 @@ class _Judge:
             got = whole_number(returned, returned_by="desired_replicas", what="a whole number of replicas",
                                example="8")
         except InvalidInput as bad:
-            raise _Diverged(str(bad)) from None
+            raise _Diverged(f"{_reading(at, args)}: {bad}") from None
         expected = HPA.desired(*args)
         if got != expected:
             raise _Diverged(_diagnosis(at, got, expected, args))
