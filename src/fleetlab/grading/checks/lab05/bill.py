@@ -149,7 +149,7 @@ BILL_WRONG = (
     WrongAnswer("prices per call", _slip("per-call"), "not per call"),
     WrongAnswer("the bill only", lambda cpm, steps, seconds, prices: 26.19, "return two numbers"),
     WrongAnswer("the seed's fleet, hard-coded", lambda cpm, steps, seconds, prices: (11_250, 26.19),
-                "steps in flight", public=False),
+                "steps in flight"),
 )
 
 
