@@ -71,4 +71,5 @@ def step_prices() -> dict[str, float]:
     def rule(service: str, operation: str) -> float:
         return next(r["usd_per_million"] for r in rules if r["service"] == service and operation in r["operations"])
 
-    return {"sqs": rule("sqs", "*"), "events": rule("eventbridge", "PutEvents"), "dynamodb": rule("dynamodb", "PutItem")}
+    return {"sqs": rule("sqs", "*"), "events": rule("eventbridge", "PutEvents"),
+            "dynamodb": rule("dynamodb", "PutItem")}

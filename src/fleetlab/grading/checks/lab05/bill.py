@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
+
+import numpy
 
 from ....errors import InvalidInput
 from ....scaling.capacity import DAY, capacity, daily_bill
@@ -86,25 +88,30 @@ def _close(got: float, want: float, absolute: float) -> bool:
     return abs(got - want) <= max(RELATIVE * abs(want), absolute)
 
 
+MONEY_WORDS = ("dollar", "usd", "bill", "cost", "price", "$")
+
+
 def _figures(returned: Any) -> tuple[float, float]:
-    """(in flight, dollars) from a pair, or a dict whose keys name them. Raises InvalidInput."""
+    """(in flight, dollars) from a pair (a tuple, a list, a numpy array), or a dict whose keys name them.
+
+    Raises InvalidInput saying what to return.
+    """
+    shape = "return two numbers: (in_flight_steps, dollars_per_day)"
     if isinstance(returned, Mapping):
         flight = [v for k, v in returned.items() if "flight" in str(k).lower()]
-        money = [v for k, v in returned.items()
-                 if any(word in str(k).lower() for word in ("dollar", "usd", "bill", "cost"))]
+        money = [v for k, v in returned.items() if any(word in str(k).lower() for word in MONEY_WORDS)]
         if len(flight) != 1 or len(money) != 1:
-            raise InvalidInput("fleet_bill", f"returned a dict with keys {sorted(map(str, returned))}",
-                               hint="return (in_flight_steps, dollars_per_day)")
+            raise InvalidInput("fleet_bill", f"returned a dict with keys {sorted(map(str, returned))}", hint=shape)
         pair: Sequence[Any] = (flight[0], money[0])
-    elif isinstance(returned, Sequence) and not isinstance(returned, str) and len(returned) == 2:
-        pair = returned
+    elif isinstance(returned, Iterable) and not isinstance(returned, (str, bytes)):
+        pair = list(returned)
     else:
-        raise InvalidInput("fleet_bill", f"returned {returned!r}", hint="return two numbers: (in_flight_steps, "
-                                                                          "dollars_per_day)")
+        pair = ()
+    if len(pair) != 2:
+        raise InvalidInput("fleet_bill", f"returned {returned!r}", hint=shape)
     for value in pair:
         if isinstance(value, bool) or not isinstance(value, (numbers.Real, Decimal)) or not math.isfinite(value):
-            raise InvalidInput("fleet_bill", f"returned {value!r} in {returned!r}",
-                               hint="return two numbers: (in_flight_steps, dollars_per_day)")
+            raise InvalidInput("fleet_bill", f"returned {value!r} in {returned!r}", hint=shape)
     return float(pair[0]), float(pair[1])
 
 
@@ -131,6 +138,8 @@ def _by_line(cpm: float, steps: int, seconds: float, prices: Mapping[str, float]
 
 BILL_RIGHT = (
     RightAnswer("a dict naming the two figures", _as_dict),
+    RightAnswer("a numpy array", lambda cpm, steps, seconds, prices: numpy.array(reference_bill(cpm, steps, seconds,
+                                                                                                   prices))),
     RightAnswer("fractions, a list, the bill to the cent and whole steps", _by_line),
 )
 

@@ -86,8 +86,8 @@ QUEUE_LENGTH_RIGHT = (
                 lambda per_minute, seconds: math.ceil(per_minute * seconds / 60)),
     RightAnswer("the string the manifest holds", lambda per_minute, seconds: str(round(per_minute * seconds / 60))),
     RightAnswer("numpy's rint (a numpy float back)", lambda per_minute, seconds: numpy.rint(per_minute / 60 * seconds)),
-    RightAnswer("per second first, through Decimal",
-                lambda per_minute, seconds: (Decimal(str(per_minute)) / 60 * Decimal(str(seconds))).to_integral_value()),
+    RightAnswer("per second first, through Decimal", lambda per_minute, seconds: (
+        Decimal(str(per_minute)) / 60 * Decimal(str(seconds))).to_integral_value()),
 )
 
 QUEUE_LENGTH_WRONG = (
