@@ -41,6 +41,7 @@ MOTO_5_2_5 = {
     "events.replay_name_field": (True, "replay-name is the replay's name"),
     "events.replay_time_window": (False, "ignored"),
     "events.replay_filter_arns": (False, "ignored"),
+    "events.invalid_pattern": (True, "refused: InvalidEventPatternException"),
     "stepfunctions.heartbeat_timeout_error": (False, "fails with States.Timeout"),
     "stepfunctions.late_task_success": (False, "rejected with InvalidToken"),
     "stepfunctions.late_task_failure": (False, "accepted silently"),

@@ -497,3 +497,33 @@ class VirtualClock:
         ahead = when - self.now()
         if ahead > 0:
             self._coordinates.shift(ahead)
+
+
+class OffsetClock:
+    """Wall time plus an offset that ``sleep`` moves forward at once: the library's own time on a real-clock backend.
+
+    Only for what fleetlab itself judges against a clock, never for what a
+    service enforces: an idempotency record's expiry and a lease are checked
+    by the store (``IdempotencyStore``), so a week can pass for them in no
+    time while LocalStack or AWS keep real time. It has no ``every`` or
+    ``run_together``: workers and heartbeats run on the backend's clock.
+    """
+
+    virtual = True
+
+    def __init__(self) -> None:
+        self._offset = 0.0
+
+    def now(self) -> float:
+        return time.time() + self._offset
+
+    def sleep(self, seconds: float) -> None:
+        self._offset += max(seconds, 0.0)
+
+    def close(self) -> None:
+        return None
+
+
+def library_clock(clock: Clock) -> Clock | OffsetClock:
+    """The clock for the library's own time: ``clock`` itself when virtual, else a fresh OffsetClock."""
+    return clock if clock.virtual else OffsetClock()

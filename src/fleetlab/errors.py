@@ -100,6 +100,21 @@ class ProvisionError(FleetlabError):
     may_have_happened = True
 
 
+class ReplayFailed(FleetlabError):
+    """An EventBridge replay ended FAILED or CANCELLED.
+
+    Some of its events may already have been delivered: replay again only to
+    targets that deduplicate on the work (trace_id), never on the event id.
+    """
+
+    may_have_happened = True
+
+    def __init__(self, name: str, state: str, reason: str = "") -> None:
+        self.name = name
+        self.state = state
+        super().__init__(f"replay {name} ended {state}" + (f": {reason}" if reason else ""))
+
+
 class IdempotencyError(FleetlabError):
     """Base of the idempotency store's errors."""
 

@@ -192,7 +192,7 @@ def lab_notebooks(repo: Path, kind: str) -> list[Path]:
 
 def run_notebook(path: Path, kind: str, shared: Path, limit: float) -> NotebookRun:
     """Run ``path`` top to bottom in a fresh kernel on LocalStack; stop at the first failing cell or at ``limit``."""
-    from ..grading.executor import OK, TIMEOUT, NotebookKernel
+    from ..grading.executor import CellStatus, NotebookKernel
 
     nb = nbformat.read(path, as_version=4)
     home = Path(tempfile.mkdtemp(prefix=f"{path.stem}-", dir=shared))
@@ -207,10 +207,10 @@ def run_notebook(path: Path, kind: str, shared: Path, limit: float) -> NotebookR
                 continue
             left = deadline - time.monotonic()
             ran = kernel.run_cell(index, max(left, 0.0))
-            if ran.status == OK:
+            if ran.status == CellStatus.OK:
                 continue
             where = f"cell {index} ({_first_line(cell.source)})"
-            if ran.status == TIMEOUT:
+            if ran.status == CellStatus.TIMEOUT:
                 return NotebookRun(path, kind, TIME_LIMIT, time.monotonic() - started,
                                    f"{where}: still running{_interrupted_at(cell)}")
             return NotebookRun(path, kind, FAILED, time.monotonic() - started, f"{where}: {ran.error}")

@@ -19,7 +19,6 @@ someone else already deleted.
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import secrets
 from collections.abc import Iterator
@@ -284,17 +283,4 @@ def _orchestrator_role(topology: Topology) -> str:
 
 def _allow_eventbridge(topology: Topology, queue: Queue) -> None:
     """Let the bus's rules send to ``queue`` (the queue policy EventBridge needs on AWS)."""
-    policy = {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Sid": "EventBridgeDelivers",
-                "Effect": "Allow",
-                "Principal": {"Service": "events.amazonaws.com"},
-                "Action": "sqs:SendMessage",
-                "Resource": queue.arn,
-                "Condition": {"ArnLike": {"aws:SourceArn": topology.bus_arn.replace(":event-bus/", ":rule/") + "/*"}},
-            }
-        ],
-    }
-    topology.backend.client("sqs").set_queue_attributes(QueueUrl=queue.url, Attributes={"Policy": json.dumps(policy)})
+    topology.made.allow_eventbridge(queue, topology.bus_arn)

@@ -1,9 +1,12 @@
-"""What a notebook shows: tables (``tables``, ``scaling_tables``), matplotlib figures (``plots``, ``scaling_plots``) and
-ipywidgets controls (``widgets``, ``scaling_widgets``). Importing this package stays light:
-matplotlib and ipywidgets load when a figure or a widget is first made."""
+"""What a notebook shows: tables (``tables``, ``scaling_tables``), matplotlib figures (``plots``,
+``scaling_plots``, ``replay_plots``) and ipywidgets controls (``widgets``, ``scaling_widgets``,
+``replay_widgets``). Importing this package stays light: matplotlib and ipywidgets load when a
+figure or a widget is first made."""
 
-from .plots import step_times_vs_visibility, trace_waterfall, visibility_timeline
 from . import scaling_tables
+from .plots import step_times_vs_visibility, trace_waterfall, visibility_timeline
+from .replay_plots import outage_posture, window_timeline
+from .replay_widgets import outage_explorer, outage_table
 from .scaling_plots import fleet_timeline, tradeoff_curve
 from .scaling_widgets import tradeoff_explorer
 from .tables import Table
@@ -12,6 +15,9 @@ from .widgets import visibility_explorer
 __all__ = [
     "Table",
     "fleet_timeline",
+    "outage_explorer",
+    "outage_posture",
+    "outage_table",
     "scaling_tables",
     "step_times_vs_visibility",
     "trace_waterfall",
@@ -19,4 +25,5 @@ __all__ = [
     "tradeoff_explorer",
     "visibility_explorer",
     "visibility_timeline",
+    "window_timeline",
 ]
