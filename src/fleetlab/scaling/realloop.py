@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..aws.backends import Backend
+from ..clock import library_clock
 from ..errors import FleetlabError, InvalidInput
 from ..events.envelope import Envelope
 from ..ledger import EffectsLedger
@@ -168,13 +169,14 @@ class _Loop:
     hpa_step: HpaStep | None = None
 
     def __post_init__(self) -> None:
-        self.clock = self.backend.clock
+        self.clock = self.backend.clock  # the service's time: receives, visibility timeouts
+        self.loop_clock = library_clock(self.clock)  # the loop's own: the backend's clock itself when virtual
         self.sqs = self.backend.client("sqs")
         self.result = RealLoopRun()
         self.autoscaler = Autoscaler(self.scaled, self.settings, replicas=self.replicas, hpa_step=self.hpa_step)
         self.pods: list[_Replica] = []
         self.made = 0
-        self.t0 = self.now = self.clock.now()  # ``now``: the current tick's time, on the loop's time
+        self.t0 = self.now = self.loop_clock.now()  # ``now``: the current tick's time, on the loop's clock
         self.reading: QueueAttributes | None = None
         self.returning: list[tuple[float, float]] = []  # abandoned messages due back: (loop time, clock time)
         self.visibility = self._check_visibility()
@@ -206,15 +208,14 @@ class _Loop:
             self._pace(ticks * tick)
 
     def _pace(self, since: float) -> None:
-        """Let the backend's clock reach the next tick where the service needs it (see the module's docstring)."""
-        if self.clock.virtual:
-            self.clock.sleep(max(self.t0 + since - self.clock.now(), 0.0))
-            return
-        due = [on_clock for in_loop, on_clock in self.returning if in_loop <= self.t0 + since]
-        if due:
-            self.returning = [(in_loop, on_clock) for in_loop, on_clock in self.returning
-                              if in_loop > self.t0 + since]
-            self.clock.sleep(max(max(due) + RETURN_MARGIN - self.clock.now(), 0.0))
+        """Bring the loop's clock to the next tick; on a real clock, first wait for the messages due back by then."""
+        tick_at = self.t0 + since
+        if not self.clock.virtual:
+            due = [on_clock for in_loop, on_clock in self.returning if in_loop <= tick_at]
+            self.returning = [(in_loop, on_clock) for in_loop, on_clock in self.returning if in_loop > tick_at]
+            if due:
+                self.clock.sleep(max(max(due) + RETURN_MARGIN - self.clock.now(), 0.0))
+        self.loop_clock.sleep(max(tick_at - self.loop_clock.now(), 0.0))
 
     # --- the queue ------------------------------------------------------------------
 
