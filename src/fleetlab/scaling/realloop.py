@@ -4,8 +4,8 @@ At small scale (a burst of about a hundred documents) nothing is modelled
 but the pods: the ``Autoscaler`` reads ApproximateNumberOfMessages,
 ...NotVisible and ...Delayed with GetQueueAttributes at every poll and sync,
 and each replica it asks for is one ``QueueWorker`` that receives real
-messages, works each for ``step_seconds`` on the backend's clock, records
-the step's effect in the ledger and deletes it.
+messages, works each for ``step_seconds`` of the loop's time, records the
+step's effect in the ledger and deletes it.
 
 One loop, one thread, a tick at a time (``tick`` seconds of the loop's
 time): finish the steps that are due, let KEDA and the HPA act, start or
