@@ -269,8 +269,8 @@ BURST_WRONG = (
     hidden=[
         Burst("90 documents of 2-minute steps (queueLength 6, pods of 6, maxReplicaCount 40)",
               documents=90, queue_length=6, concurrency=6, max_replicas=40, step_seconds=120.0),
-        Burst("6 replicas (minReplicaCount 6), 32 documents, then 20 more (queueLength 5, pods of 5)",
-              documents=32, replicas=6, min_replicas=6, arrivals=((30.0, 20),), max_replicas=30),
+        Burst("6 replicas (minReplicaCount 6, maxReplicaCount 10), 32 documents, then 20 more (queueLength 5)",
+              documents=32, replicas=6, min_replicas=6, arrivals=((30.0, 20),), max_replicas=10),
         Burst("3 documents on a fleet kept at 2 (minReplicaCount 2, queueLength 5)",
               documents=3, min_replicas=2, max_replicas=10),
     ],
