@@ -5,6 +5,7 @@ Fraction, Decimal, numpy integers and floats) and refuses bool, NaN, infinities,
 negatives and everything else with a message that says what to return.
 ``duration(seconds)`` (from ``fleetlab.units``) writes a span exactly (``4 d 1 h``,
 never a rounded ``4.0 days``), so two different spans never read alike in a diagnosis.
+``whole_number(value, ...)`` reads a count (replicas, messages per replica) the same way.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 from ..errors import InvalidInput
 from ..units import duration
 
-__all__ = ["duration", "seconds"]
+__all__ = ["duration", "seconds", "whole_number"]
 
 
 def seconds(value: Any, *, returned_by: str, example: str = "600") -> float:
@@ -36,3 +37,19 @@ def seconds(value: Any, *, returned_by: str, example: str = "600") -> float:
     else:
         return float(value)
     raise InvalidInput(returned_by, problem, hint=f"return a number of seconds, like {example}")
+
+
+def whole_number(value: Any, *, returned_by: str, what: str, example: str) -> int:
+    """``value`` as an int when it is a whole number (numpy, 5.0 and Fraction(10, 2) too); InvalidInput otherwise.
+
+    ``what`` names the quantity in the message ("a whole number of replicas").
+    """
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, Decimal)):
+        problem = f"returned {value!r}, a {type(value).__name__}"
+    elif not math.isfinite(value):
+        problem = f"returned {value!r}"
+    elif value != int(value):
+        problem = f"returned {value!r}, which is not a whole number"
+    else:
+        return int(value)
+    raise InvalidInput(returned_by, problem, hint=f"return {what}, like {example}")

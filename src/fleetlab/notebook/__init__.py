@@ -1,8 +1,10 @@
-"""What a notebook shows: tables (``tables``), matplotlib figures (``plots``, ``scaling_plots``,
-``dlq_plots``, ``callback_plots``, ``replay_plots``) and ipywidgets controls (``widgets``,
-``scaling_widgets``, ``dlq_widgets``, ``callback_widgets``, ``replay_widgets``). Importing this
-package stays light: matplotlib and ipywidgets load when a figure or a widget is first made."""
+"""What a notebook shows: tables (``tables``, ``scaling_tables``), matplotlib figures (``plots``,
+``scaling_plots``, ``dlq_plots``, ``callback_plots``, ``replay_plots``) and ipywidgets controls
+(``widgets``, ``scaling_widgets``, ``dlq_widgets``, ``callback_widgets``, ``replay_widgets``).
+Importing this package stays light: matplotlib and ipywidgets load when a figure or a widget is
+first made."""
 
+from . import scaling_tables
 from .callback_plots import callback_timelines
 from .callback_widgets import callback_headroom_explorer, workflow_explorer
 from .dlq_plots import failure_classes, group_progress
@@ -26,6 +28,7 @@ __all__ = [
     "outage_explorer",
     "outage_posture",
     "outage_table",
+    "scaling_tables",
     "step_times_vs_visibility",
     "trace_waterfall",
     "tradeoff_curve",
