@@ -20,6 +20,8 @@ from fleetlab.events.envelope import Envelope
 from fleetlab.faults import CrashPoint, FaultPlan
 from fleetlab.ledger import LedgerSummary
 from fleetlab.pipeline import Fleet
+from fleetlab.sqs import dlq
+from fleetlab.state.responses import ResponseStore
 
 STEPS = 1_000  # the course's chaos target: 1,000+ steps
 NAIVE_STEPS = 200  # enough for the naive consumer's duplicates to show, at a fifth of the cost
@@ -36,6 +38,8 @@ class Chaos:
     crashes: Counter
     transient_failures: int
     failed_for_good: set[str]
+    diagnoses: dict[str, str]
+    answers: dict[str, object]
 
 
 @pytest.fixture(scope="module")
@@ -45,10 +49,12 @@ def backend():
     opened.close()
 
 
-def chaos_run(backend, steps, *, naive: bool) -> Chaos:
+def chaos_run(backend, steps, *, naive: bool, last_attempt: bool = False) -> Chaos:
     topology = provision(backend, prefix=new_prefix("chaos"))
     model = FakeModel(seed=SEED, transient_failure_rate=0.02, poison=POISON)
-    fleet = Fleet(backend, topology, model=model, faults=FaultPlan.chaos(seed=SEED, rate=0.05))
+    responses = ResponseStore(backend.client("dynamodb"), topology.table_name, backend.clock) if last_attempt else None
+    fleet = Fleet(backend, topology, model=model, faults=FaultPlan.chaos(seed=SEED, rate=0.05), responses=responses,
+                  last_attempt=last_attempt)
     if naive:
         for worker in fleet.workers.values():
             worker.handler = lambda delivery: delivery.record_effect(kind="step")
@@ -58,9 +64,14 @@ def chaos_run(backend, steps, *, naive: bool) -> Chaos:
         fleet.enqueue(*envelopes[start : start + CHUNK])
         fleet.run(advance=advance, idle_polls=6)
     hops = [hop for trace in fleet.tracer.trace_ids() for hop in fleet.tracer.timeline(trace)]
+    diagnoses = {record.trace_id: record.error_code for q in topology.queues.values()
+                 for record in dlq.parked(backend, q.dlq_url)}
+    answers = {e.trace_id: responses.get(e.trace_id) for e in envelopes} if responses else {}
     chaos = Chaos(
         summary=fleet.ledger.summary(expected={e.trace_id for e in envelopes} - POISON),
         parked=parked_traces(backend, topology),
+        diagnoses=diagnoses,
+        answers=answers,
         took_effect={effect.key for effect in fleet.ledger.effects()},
         crashes=Counter(h.attrs["point"] for h in hops if h.name == "crashed"),
         transient_failures=sum(1 for h in hops if h.name == "model_failed" and h.attrs["transient"]),
@@ -92,6 +103,20 @@ def test_the_idempotent_fleet_loses_nothing_duplicates_nothing_and_parks_the_poi
     assert healthy_not_done <= chaos.parked  # not lost: anything not done sits in a DLQ, ready to redrive
     assert POISON <= chaos.parked and not POISON & chaos.took_effect
     assert chaos.failed_for_good == POISON  # each trace says why: the model rejects it every time
+
+
+def test_a_fleet_with_an_attempt_budget_parks_everything_with_its_diagnosis_and_answers_every_caller(backend):
+    chaos = chaos_run(backend, NAIVE_STEPS, naive=False, last_attempt=True)
+    assert chaos.summary.duplicated == 0
+    assert set(chaos.diagnoses) == chaos.parked and "UNKNOWN" not in chaos.diagnoses.values()
+    poison = {trace for trace in POISON if int(trace.split("-")[1]) < NAIVE_STEPS}
+    assert poison and {chaos.diagnoses[trace] for trace in poison} == {"ERROR_FROM_TARGET"}
+    assert all(answer is not None for answer in chaos.answers.values())  # a result or a graceful error: nobody hangs
+    failed = {trace for trace, answer in chaos.answers.items() if not answer.ok}
+    assert failed <= chaos.parked and not failed & chaos.took_effect
+    # parked although done: the attempt that did the work crashed before its delete, so the spare receive gave up;
+    # the caller kept the result, and a redrive finds the work done in the idempotency store
+    assert {chaos.diagnoses[trace] for trace in chaos.parked - failed} <= {"TIMEOUT"}
 
 
 def test_the_same_chaos_duplicates_effects_without_idempotency(backend):

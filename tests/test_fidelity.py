@@ -33,6 +33,7 @@ MOTO_5_2_5 = {
     "sqs.move_task_to_source": (False, "not implemented"),
     "sqs.move_task_to_destination": (False, "not implemented"),
     "sqs.fifo_dedup_after_delete": (False, "accepted again"),
+    "sqs.fifo_order_after_return": (False, "step 3 first: the group's order is lost"),
     "events.put_events_entry_size": (False, "accepted"),
     "events.delivered_envelope": (False, "missing: account"),
     "events.immediate_receive": (False, "found the event every time (30 of 30)"),
@@ -41,10 +42,15 @@ MOTO_5_2_5 = {
     "events.replay_name_field": (True, "replay-name is the replay's name"),
     "events.replay_time_window": (False, "ignored"),
     "events.replay_filter_arns": (False, "ignored"),
+    "events.invalid_pattern": (True, "refused: InvalidEventPatternException"),
     "stepfunctions.heartbeat_timeout_error": (False, "fails with States.Timeout"),
     "stepfunctions.late_task_success": (False, "rejected with InvalidToken"),
     "stepfunctions.late_task_failure": (False, "accepted silently"),
+    "stepfunctions.retry_task_token": (False, "the same token as the failed attempt"),
+    "stepfunctions.stop_waiting_execution": (False, "stays RUNNING until its task is answered"),
+    "stepfunctions.large_task_output": (False, "accepted"),
     "stepfunctions.unnamed_execution": (False, 'named "None"'),
+    "stepfunctions.start_sync_execution": (False, "not implemented"),
     "dynamodb.ttl_deletion": (False, "never deleted"),
 }
 NO_LEFTOVERS = {"queues": [], "buses": [], "archives": [], "state machines": [], "tables": []}

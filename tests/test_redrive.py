@@ -1,4 +1,4 @@
-"""``dlq.redrive`` tries StartMessageMoveTask and falls back on what the probe calls "not implemented",
+"""``redrive.redrive`` tries StartMessageMoveTask and falls back on what the probe calls "not implemented",
 or on a task that ends FAILED; it never probes. The service's answers are stood in for where moto has none."""
 
 import json
@@ -10,7 +10,7 @@ from fleetlab.aws.backends import open_backend
 from fleetlab.aws.topology import experiment_queue, new_prefix
 from fleetlab.clock import RealClock
 from fleetlab.errors import RedriveFailed, Timeout
-from fleetlab.sqs import dlq
+from fleetlab.sqs import redrive
 
 
 class MoveTasks:
@@ -52,7 +52,7 @@ def stand_in(monkeypatch, backend, service_answers):
 
 def test_in_process_moto_falls_back_on_not_implemented(parked):
     backend, queue = parked
-    result = dlq.redrive(backend, queue)
+    result = redrive.redrive(backend, queue)
     assert (result.moved, result.method) == (3, "receive-send-delete")
     assert "NotImplementedError" in result.fallback_reason
 
@@ -60,7 +60,7 @@ def test_in_process_moto_falls_back_on_not_implemented(parked):
 def test_a_task_that_ends_failed_falls_back_and_counts_what_it_moved(parked, monkeypatch):
     backend, queue = parked
     stand_in(monkeypatch, backend, MoveTasks("RUNNING", "FAILED", moved=0))
-    result = dlq.redrive(backend, queue)
+    result = redrive.redrive(backend, queue)
     assert (result.moved, result.method) == (3, "receive-send-delete")
     assert result.fallback_reason == "the move task failed: no source ARN"
 
@@ -68,7 +68,7 @@ def test_a_task_that_ends_failed_falls_back_and_counts_what_it_moved(parked, mon
 def test_a_completed_task_is_the_service_redrive(parked, monkeypatch):
     backend, queue = parked
     stand_in(monkeypatch, backend, MoveTasks("RUNNING", "COMPLETED", moved=3))
-    assert dlq.redrive(backend, queue) == dlq.Redrive(3, dlq.RedriveMethod.MOVE_TASK)
+    assert redrive.redrive(backend, queue) == redrive.Redrive(3, redrive.RedriveMethod.MOVE_TASK)
 
 
 def test_a_task_still_running_at_the_bound_is_a_timeout_that_may_have_happened(parked, monkeypatch):
@@ -78,7 +78,7 @@ def test_a_task_still_running_at_the_bound_is_a_timeout_that_may_have_happened(p
     clock = RealClock(monotonic=lambda: real["now"], pause=lambda s: real.update(now=real["now"] + s))
     monkeypatch.setattr(backend, "clock", clock)
     with pytest.raises(Timeout, match="the move task task-1") as gave_up:
-        dlq.redrive(backend, queue, timeout=60)
+        redrive.redrive(backend, queue, timeout=60)
     assert gave_up.value.may_have_happened and real["now"] == 60  # bounded, without a second of sleep
 
 
@@ -86,11 +86,11 @@ def test_a_cancelled_task_is_reported_not_fallen_back_from(parked, monkeypatch):
     backend, queue = parked
     stand_in(monkeypatch, backend, MoveTasks("CANCELLED", moved=1))
     with pytest.raises(RedriveFailed, match="cancelled after moving 1"):
-        dlq.redrive(backend, queue)
+        redrive.redrive(backend, queue)
 
 
 def test_a_refused_task_is_the_services_error(parked, monkeypatch):
     backend, queue = parked
     stand_in(monkeypatch, backend, MoveTasks("RUNNING", refuse="AccessDenied"))
     with pytest.raises(ClientError, match="AccessDenied"):
-        dlq.redrive(backend, queue)
+        redrive.redrive(backend, queue)

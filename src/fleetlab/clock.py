@@ -6,7 +6,11 @@ microseconds on an emulator that lives in this process. It ticks (never
 frozen), so long polls and background threads keep working. ``RealClock`` is
 plain wall time (the fidelity probes measure services with it);
 ``timescale.ScaledClock``, a real clock whose lab time runs faster, is the
-clock of LocalStack and real AWS.
+clock of LocalStack and real AWS. ``library_clock`` gives the library's own
+time (leases, idempotency windows, a loop's grid): the virtual clock itself on
+moto, and on a real clock an ``OffsetClock`` that follows the backend's lab
+time and jumps alone, so a week passes for a store in no real time while the
+services, and the backend's clock, keep their own.
 
 Every clock offers:
 
@@ -589,3 +593,39 @@ class VirtualClock:
         ahead = when - self.now()
         if ahead > 0:
             self._coordinates.shift(ahead)
+
+
+class OffsetClock:
+    """The library's own time on a real-clock backend: the backend's lab time plus an offset ``sleep`` jumps.
+
+    Only for what fleetlab itself judges against a clock, never for what a
+    service enforces: an idempotency record's expiry, a lease, a loop's own
+    grid are checked by the library, so a week can pass for them in no time
+    while LocalStack or AWS keep real time. It follows ``base`` (the
+    backend's clock: lab time, x60 on a scaled clock; wall time without one)
+    and jumps alone: the backend's clock, and so every worker, heartbeat and
+    service timestamp, never sees its jumps. It has no ``every`` or
+    ``run_together``: those run on the backend's clock.
+    """
+
+    virtual = True
+
+    def __init__(self, base: Clock | None = None) -> None:
+        self._base_now = base.now if base is not None else time.time
+        self.scale = base.scale if base is not None else 1
+        self._offset = 0.0
+
+    def now(self) -> float:
+        return self._base_now() + self._offset
+
+    def sleep(self, seconds: float) -> None:
+        """Jump ``seconds`` at once."""
+        self._offset += max(seconds, 0.0)
+
+    def close(self) -> None:
+        return None
+
+
+def library_clock(clock: Clock) -> Clock | OffsetClock:
+    """The clock for the library's own time: ``clock`` itself when virtual, else an OffsetClock over it."""
+    return clock if clock.virtual else OffsetClock(clock)

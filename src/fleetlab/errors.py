@@ -100,6 +100,21 @@ class ProvisionError(FleetlabError):
     may_have_happened = True
 
 
+class ReplayFailed(FleetlabError):
+    """An EventBridge replay ended FAILED or CANCELLED.
+
+    Some of its events may already have been delivered: replay again only to
+    targets that deduplicate on the work (trace_id), never on the event id.
+    """
+
+    may_have_happened = True
+
+    def __init__(self, name: str, state: str, reason: str = "") -> None:
+        self.name = name
+        self.state = state
+        super().__init__(f"replay {name} ended {state}" + (f": {reason}" if reason else ""))
+
+
 class IdempotencyError(FleetlabError):
     """Base of the idempotency store's errors."""
 
@@ -146,3 +161,25 @@ class ModelError(FleetlabError):
     def __init__(self, message: str, *, transient: bool) -> None:
         super().__init__(message)
         self.transient = transient
+
+
+class StepFailed(FleetlabError):
+    """Raised by a callback step to fail its task with ``error``, the name a Catch routes on.
+
+    The step did not finish; whatever it did before raising happened.
+    """
+
+    may_have_happened = True
+
+    def __init__(self, error: str, cause: str = "") -> None:
+        super().__init__(f"the step failed with {error}" + (f": {cause}" if cause else ""))
+        self.error = error
+        self.cause = cause
+
+
+class CallbackRefused(FleetlabError):
+    """Step Functions refused a callback for a reason other than a dead token; the task did not take it.
+
+    Throttling or a malformed output: the token may still be live, so the
+    message is left on the queue for another try.
+    """

@@ -6,6 +6,12 @@ message loop) or through the orchestrator state machine (``orchestrate``: the
 token loop, where the event carries a task token and the worker closes the
 loop with SendTaskSuccess). Every hop is recorded on the tracer under the
 step's trace_id, and the step's side effect lands in the effects ledger.
+
+With ``last_attempt`` the workers give up one receive before the queue
+would park a step: they answer the caller through ``responses`` (a
+``state.responses.ResponseStore``, which also gets every result) and park
+the step with its diagnosis. On a topology with the catch-all rule, a run
+settles a step no rule routes as ``unrouted`` instead of waiting for it.
 """
 
 from __future__ import annotations
@@ -22,9 +28,12 @@ from .errors import ConfigError, EnvelopeError, ModelError, PartlyRefused, Timeo
 from .events.envelope import Envelope, batches
 from .faults import FaultPlan
 from .ledger import EffectsLedger
+from .sqs import dlq, messages
+from .sqs.lastattempt import LastAttempt
 from .sqs.worker import Delivery, HandleOutcome, Outcome, QueueWorker
 from .state.claimcheck import ClaimCheck
 from .state.idempotency import Claim, Completed, IdempotencyStore
+from .state.responses import ResponseStore
 from .stepfunctions import callbacks, executions
 from .tracing import Tracer
 
@@ -44,10 +53,11 @@ class DeepQueueWarning(UserWarning):
 
 @dataclass
 class RunReport:
-    """What ``Fleet.run`` did: outcomes by status and how many polls it took."""
+    """What ``Fleet.run`` did: outcomes by status, steps found unrouted, and how many polls it took."""
 
     outcomes: list[HandleOutcome] = field(default_factory=list)
     polls: int = 0
+    unrouted: list[str] = field(default_factory=list)
 
     def count(self, status: Outcome | str) -> int:
         """How many outcomes ended with ``status`` (an Outcome, or its string such as ``"done"``)."""
@@ -60,7 +70,9 @@ class Fleet:
     The step handler is idempotent: it claims (trace_id, agent_class) in the
     store before the effect, returns the saved result to duplicates, renews
     its lease on every heartbeat, and sends the task token back when the
-    step came from the orchestrator.
+    step came from the orchestrator. ``responses`` gets each step's result
+    (under its trace id); ``last_attempt`` turns on the workers' attempt
+    budget (see the module docstring).
     """
 
     def __init__(
@@ -73,6 +85,8 @@ class Fleet:
         ledger: EffectsLedger | None = None,
         tracer: Tracer | None = None,
         heartbeat: bool = True,
+        responses: ResponseStore | None = None,
+        last_attempt: bool = False,
     ) -> None:
         self.backend = backend
         self.topology = topology
@@ -82,6 +96,8 @@ class Fleet:
         self.ledger = ledger if ledger is not None else EffectsLedger()
         self.tracer = tracer if tracer is not None else Tracer()
         self.heartbeat = heartbeat
+        self.responses = responses
+        self.last_attempt = last_attempt
         self.events = backend.client("events")
         self.sfn = backend.client("stepfunctions")
         lease = max(q.visibility_timeout for q in topology.queues.values())
@@ -173,7 +189,13 @@ class Fleet:
             faults=self.faults,
             heartbeat_every=queue.visibility_timeout / 3 if self.heartbeat else None,
             visibility_timeout=queue.visibility_timeout,
+            last_attempt=self._last_attempt(agent_class) if self.last_attempt else None,
         )
+
+    def _last_attempt(self, agent_class: str) -> LastAttempt:
+        queue = self.topology.queue(agent_class)
+        return LastAttempt(self.backend, self.topology.dead_letter_target(agent_class),
+                           max_receive_count=queue.max_receive_count, responses=self.responses)
 
     def handle_step(self, delivery: Delivery) -> Any:
         """The reference step: claim, run the model, take effect, save, call back."""
@@ -197,6 +219,8 @@ class Fleet:
             result = {"trace_id": step.trace_id, "text": answer.text, "latency_s": round(answer.latency, 3)}
             self.store.complete(claim, result)
             self._trace(step, "completed", delivery, latency_s=round(answer.latency, 1))
+            if self.responses is not None:
+                self.responses.answer(step.trace_id, result, attempt=delivery.receive_count)
         if step.task_token:
             callback = callbacks.send_success(self.sfn, step.task_token, result)
             self._trace(step, "callback", delivery, accepted=callback.accepted, error=callback.error_code)
@@ -227,9 +251,28 @@ class Fleet:
         return self.topology.queue(step.agent_class).visibility_timeout
 
     def unsettled(self) -> list[str]:
-        """Submitted traces whose message has not been deleted yet."""
-        settled = {h.trace_id for t in set(self.submitted) for h in self.tracer.timeline(t) if h.name == "deleted"}
+        """Submitted traces whose message has not been deleted yet (nor found unrouted)."""
+        settled = {h.trace_id for t in set(self.submitted) for h in self.tracer.timeline(t)
+                   if h.name in ("deleted", "unrouted")}
         return [t for t in dict.fromkeys(self.submitted) if t not in settled]
+
+    def unrouted(self) -> list[dict[str, str]]:
+        """What the catch-all parked: each step's trace id, agent class and why no rule took it.
+
+        Reads the ``unrouted`` queue without consuming it ([] when the topology has no catch-all).
+        """
+        if not self.topology.unrouted_url:
+            return []
+        known = ", ".join(sorted(self.topology.queues))
+        rows = []
+        for message in dlq.peek(self.backend, self.topology.unrouted_url):
+            body, envelope, _ = messages.parse_body(message["Body"])
+            detail = body.get("detail", {}) if isinstance(body, dict) else {}
+            agent_class = detail.get("agent_class") if isinstance(detail, dict) else None
+            why = (f"no rule routes agent_class {agent_class!r} (rules exist for {known})" if agent_class
+                   else "the event has no agent_class")
+            rows.append({"trace_id": messages.trace_id_of(message, envelope), "agent_class": str(agent_class), "why": why})
+        return rows
 
     def run(
         self,
@@ -243,8 +286,9 @@ class Fleet:
 
         A trace never received yet (the bus or a state machine delivers
         asynchronously) is waited for, polling on real time, up to
-        ``settle_timeout`` real seconds at a time; Timeout if it has still not
-        arrived (it may yet arrive: run again; or no rule routes its class).
+        ``settle_timeout`` real seconds at a time; one the catch-all parked
+        is settled as unrouted (``RunReport.unrouted``). Timeout if it has
+        still not arrived (it may yet arrive: run again; or no rule routes its class).
         Otherwise, when a round finds nothing, ``advance`` moves the clock
         that far (one visibility timeout brings crashed messages back) and
         the run ends after ``idle_polls`` such rounds; without ``advance`` it
@@ -267,6 +311,23 @@ class Fleet:
                 continue
             idle += 1
             if not advance or idle > idle_polls:
+                break
+            self.clock.sleep(advance)
+        return report
+
+    def drain(self, *, advance: float, max_polls: int = 1_000) -> RunReport:
+        """Poll every worker until every work queue is empty: nothing visible, nothing in flight.
+
+        For work that did not come through ``submit`` or ``enqueue`` (a
+        redrive moves messages straight into a queue). When a round finds
+        nothing, the clock moves ``advance`` (a visibility timeout brings
+        failed steps back). Bounded by ``max_polls``.
+        """
+        report = RunReport()
+        while report.polls < max_polls:
+            if self._poll_round(report):
+                continue
+            if not any(messages.held(self.backend, queue.url) for queue in self.topology.queues.values()):
                 break
             self.clock.sleep(advance)
         return report
@@ -312,14 +373,23 @@ class Fleet:
         """Poll on real time until a round finds work (or ``max_polls`` is reached); Timeout after ``timeout``."""
         named = ", ".join(waiting[:3]) + (f" and {len(waiting) - 3} more" if len(waiting) > 3 else "")
         self.clock.wait_until(
-            lambda: self._poll_round(report) or report.polls >= max_polls,
+            lambda: self._poll_round(report) or self._settle_unrouted(report, waiting) or report.polls >= max_polls,
             timeout=timeout,
             interval=0.02,
             what=f"Fleet.run: {named} published but never received (is there a rule for its agent class?)",
         )
 
     def _never_received(self, trace_id: str) -> bool:
-        return all(h.name != "received" for h in self.tracer.timeline(trace_id))
+        return all(h.name not in ("received", "unrouted") for h in self.tracer.timeline(trace_id))
+
+    def _settle_unrouted(self, report: RunReport, waiting: list[str]) -> list[str]:
+        """Settle the waiting traces the catch-all parked (a hop ``unrouted``, with why); those traces."""
+        found = [row for row in self.unrouted() if row["trace_id"] in waiting and row["trace_id"] not in report.unrouted]
+        for row in found:
+            self.tracer.record(row["trace_id"], "unrouted", at=self.clock.now(), component="bus",
+                               agent_class=row["agent_class"], why=row["why"])
+            report.unrouted.append(row["trace_id"])
+        return [row["trace_id"] for row in found]
 
     def _await_execution(self, trace_id: str, execution_arn: str, *, timeout: float, grace: float) -> str:
         token = self.callbacks.get(trace_id)

@@ -10,7 +10,7 @@ import uuid
 import pytest
 
 from fleetlab.clock import RealClock
-from fleetlab.sqs import dlq
+from fleetlab.sqs import redrive
 from fleetlab.stepfunctions import asl, callbacks, executions
 from fleetlab.events.envelope import Envelope
 from fleetlab.fidelity import probe
@@ -67,11 +67,11 @@ def test_redrive_moves_parked_messages_back_without_probing(backend, fidelity, m
     with experiment_queue(backend, new_prefix("ct"), visibility_timeout=30, max_receive_count=3) as queue:
         for n in range(3):
             sqs.send_message(QueueUrl=queue.dlq_url, MessageBody=json.dumps({"alert": n}))
-        result = dlq.redrive(backend, queue)
+        result = redrive.redrive(backend, queue)
         assert result.moved == 3
         bodies = sorted(m["Body"] for m in sqs.receive_message(QueueUrl=queue.url, MaxNumberOfMessages=10)["Messages"])
         assert bodies == [json.dumps({"alert": n}) for n in range(3)]
-        native = not fidelity.diverges(dlq.MOVE_TASK_FEATURE)
+        native = not fidelity.diverges(redrive.MOVE_TASK_FEATURE)
         assert result.method == ("StartMessageMoveTask" if native else "receive-send-delete")
         assert ("not implemented" in result.fallback_reason) is not native
 

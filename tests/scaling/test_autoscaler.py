@@ -65,3 +65,17 @@ def test_cached_metrics_give_the_hpa_keda_s_last_poll():
     cached = Autoscaler(so(queue_length=5, use_cached_metrics=True), HpaSettings(), replicas=1)
     cached.advance(30, reading)
     assert len(reads) == 2
+
+
+def test_a_replacement_hpa_sync_gets_the_counts_and_sets_the_replicas():
+    seen = []
+
+    def sync(at, current, reading):
+        seen.append((at, current, reading))
+        return Autoscaler(so(queue_length=5), HpaSettings(), replicas=current).hpa.sync(at, current, 7)
+
+    scaler = Autoscaler(so(queue_length=5), HpaSettings(), replicas=0, hpa_step=sync)
+    scaler.advance(15, lambda: QueueAttributes(30, 12))
+    # KEDA's poll at 0 wakes the fleet; the replacement sync runs at 0 and 15 on the queue's counts, not the metric
+    assert seen == [(0, 1, QueueAttributes(30, 12)), (15, 2, QueueAttributes(30, 12))]
+    assert scaler.replicas == 2  # ceil(7 / 5), as the replacement decided from its own metric

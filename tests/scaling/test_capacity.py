@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from fleetlab.errors import InvalidInput
-from fleetlab.scaling.capacity import capacity, fleet_scaled_object, priced
+from fleetlab.scaling.capacity import capacity, daily_bill, fleet_scaled_object, priced
 from fleetlab.scaling.tradeoff import latency_and_cost
 
 
@@ -65,3 +65,15 @@ def test_the_trade_off_prices_pod_hours_and_calls_when_given_prices():
               "pod_hour": 1.0}
     result = latency_and_cost(minutes=10, prices=prices)
     assert result.cost == pytest.approx(result.pod_hours)
+
+
+def test_a_day_of_the_worked_fleet_priced_per_step():
+    bill = daily_bill(capacity(500, 15, 90), {"sqs": 0.40, "events": 1.00, "dynamodb": 0.625})
+    # 10.8 million steps: 21.6 million SQS requests, 10.8 million events, 10.8 million writes
+    assert bill == pytest.approx({"sqs": 8.64, "events": 10.80, "dynamodb": 6.75})
+
+
+def test_a_bill_without_a_price_names_the_line():
+    with pytest.raises(InvalidInput) as raised:
+        daily_bill(capacity(500, 15, 90), {"sqs": 0.40, "events": 1.00})
+    assert raised.value.field == "dynamodb"

@@ -115,3 +115,12 @@ def test_bad_settings_are_named(make, field):
     with pytest.raises(InvalidInput) as raised:
         make()
     assert raised.value.field == field
+
+
+def test_a_throttled_receive_is_not_a_started_step():
+    capped = Pods(step_seconds=90, concurrency=5, provider_concurrency=25, throttle_backoff_seconds=30)
+    run = simulate(so(queue_length=5), BURST, capped, seconds=900)
+    assert run.throttled > 0
+    # one wait per step that started, none per throttled receive: a throttled step's wait runs on
+    assert sum(run.waits.values()) == run.steps_started == 100
+    assert run.latency(1.0) >= 90 + 3 * 90  # 100 steps through 25 slots: the last start after three steps

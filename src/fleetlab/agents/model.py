@@ -59,13 +59,16 @@ class FakeModel:
     """A deterministic stand-in for an LLM call.
 
     ``transient_failure_rate`` fails a call with a retryable error;
-    ``poison`` names trace ids whose every call fails permanently.
+    ``poison`` names trace ids whose every call fails permanently;
+    ``down_until`` (a time on the clock) throttles every call made before
+    it, as a provider outage does.
     """
 
     seed: int = 0
     latency: LatencyProfile = field(default_factory=LatencyProfile)
     transient_failure_rate: float = 0.0
     poison: frozenset[str] = frozenset()
+    down_until: float = 0.0
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.transient_failure_rate <= 1.0:
@@ -77,6 +80,8 @@ class FakeModel:
 
     def invoke(self, trace_id: str, attempt: int, clock: Clock) -> ModelResult:
         """Spend the call's latency on ``clock``, then answer or raise ModelError."""
+        if clock.now() < self.down_until:
+            raise ModelError(f"{trace_id}: model throttled (the provider is down)", transient=True)
         latency = self.latency_of(trace_id, attempt)
         clock.sleep(latency)
         if trace_id in self.poison:

@@ -175,13 +175,36 @@ class Resources:
         events.put_targets(Rule=name, EventBusName=bus, Targets=targets)
         return arn
 
-    def archive(self, what: str, *, source_arn: str) -> str:
-        """An EventBridge archive of everything on the bus ``source_arn``: its ARN."""
+    def archive(
+        self, what: str, *, source_arn: str, pattern: dict[str, Any] | None = None, retention_days: int = 0
+    ) -> str:
+        """An EventBridge archive of the events on the bus ``source_arn`` that match ``pattern`` (all of
+        them without one), kept ``retention_days`` (0: forever): its ARN."""
         events = self.backend.client("events")
         name = self.name(what)
-        arn = events.create_archive(ArchiveName=name, EventSourceArn=source_arn)["ArchiveArn"]
+        request: dict[str, Any] = {"ArchiveName": name, "EventSourceArn": source_arn, "RetentionDays": retention_days}
+        if pattern is not None:
+            request["EventPattern"] = json.dumps(pattern)
+        arn = events.create_archive(**request)["ArchiveArn"]
         self.on_teardown("archive", name, lambda: events.delete_archive(ArchiveName=name))
         return arn
+
+    def allow_eventbridge(self, queue: Queue, bus_arn: str) -> None:
+        """Let the rules of the bus ``bus_arn`` send to ``queue`` (the queue policy EventBridge needs on AWS)."""
+        policy = {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Sid": "EventBridgeDelivers",
+                    "Effect": "Allow",
+                    "Principal": {"Service": "events.amazonaws.com"},
+                    "Action": "sqs:SendMessage",
+                    "Resource": queue.arn,
+                    "Condition": {"ArnLike": {"aws:SourceArn": bus_arn.replace(":event-bus/", ":rule/") + "/*"}},
+                }
+            ],
+        }
+        self.backend.client("sqs").set_queue_attributes(QueueUrl=queue.url, Attributes={"Policy": json.dumps(policy)})
 
     def bucket(self, what: str) -> str:
         """An S3 bucket; teardown empties it first. Its name."""

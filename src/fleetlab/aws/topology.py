@@ -4,7 +4,9 @@ One spec describes the three planes as the course uses them:
 
 * control plane: a custom event bus, one rule per agent class (a content
   pattern on ``detail.agent_class``, a bounded RetryPolicy and a rule-target
-  DLQ), and the orchestrator state machine;
+  DLQ), optionally a catch-all rule that parks step requests no class rule
+  matches on an ``unrouted`` queue (``add_unrouted``: PutEvents accepts such
+  an event and, without it, it vanishes), and the orchestrator state machine;
 * work plane: a work queue per agent class, each with its own DLQ (a redrive
   policy, a longer retention on the DLQ, a visibility timeout sized from the
   class's p95 step time);
@@ -19,7 +21,6 @@ someone else already deleted.
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import secrets
 from collections.abc import Iterator
@@ -30,12 +31,16 @@ from botocore.exceptions import ClientError
 
 from ..errors import InvalidInput, ProvisionError
 from ..events import envelope
+from ..sqs.dlq import DeadLetterTarget
 from ..stepfunctions import asl
 from .backends import Backend
 from .resources import Queue, Resources
 
 MAX_VISIBILITY_SECONDS = 43_200  # SQS cap: 12 hours
 DAY = 86_400
+
+UNROUTED = "unrouted"
+"""The catch-all rule's and queue's name: where step requests for an unknown agent class are parked."""
 
 IDEMPOTENCY_KEYS = {"key": "pk", "sort_key": "sk", "ttl_attribute": "expires_at"}
 """The idempotency table's shape: the work's key, the consumer, and the window's TTL attribute."""
@@ -85,6 +90,7 @@ class TopologySpec:
     max_event_age_seconds: int = 3_600
     dlq_retention_seconds: int = 14 * DAY
     orchestrator: bool = True
+    unrouted: bool = False
     callback_timeout_seconds: int = 3_600
     callback_heartbeat_seconds: int = 900
 
@@ -114,6 +120,10 @@ class WorkQueue:
     visibility_timeout: int
     max_receive_count: int
 
+    def dead_letter_target(self, rule_arn: str = "") -> DeadLetterTarget:
+        """Where this queue's failures are parked, naming ``rule_arn`` as the route that fed it."""
+        return DeadLetterTarget(self.dlq_url, self.arn, rule_arn)
+
 
 @dataclass
 class Topology:
@@ -128,6 +138,9 @@ class Topology:
     rule_dlq_arn: str = ""
     queues: dict[str, WorkQueue] = field(default_factory=dict)
     rules: dict[str, str] = field(default_factory=dict)
+    rule_arns: dict[str, str] = field(default_factory=dict)
+    unrouted_url: str = ""
+    unrouted_arn: str = ""
     table_name: str = ""
     bucket: str = ""
     state_machine_arn: str = ""
@@ -141,6 +154,10 @@ class Topology:
         if agent_class not in self.queues:
             raise InvalidInput("agent_class", f"{agent_class!r} is not in this topology", hint=f"known: {sorted(self.queues)}")
         return self.queues[agent_class]
+
+    def dead_letter_target(self, agent_class: str) -> DeadLetterTarget:
+        """Where ``agent_class``'s failures are parked, with its rule and queue as the diagnosis's route."""
+        return self.queue(agent_class).dead_letter_target(self.rule_arns.get(agent_class, ""))
 
     def resources(self) -> list[tuple[str, str]]:
         """(kind, name) of everything made, in creation order."""
@@ -167,6 +184,8 @@ def provision(backend: Backend, spec: TopologySpec | None = None, *, prefix: str
         for agent_class in spec.agent_classes:
             _make_work_queue(topology, agent_class)
             _make_rule(topology, agent_class)
+        if spec.unrouted:
+            add_unrouted(topology)
         if spec.orchestrator:
             _make_orchestrator(topology)
     except ClientError as exc:
@@ -178,22 +197,58 @@ def provision(backend: Backend, spec: TopologySpec | None = None, *, prefix: str
     return topology
 
 
+def add_unrouted(topology: Topology) -> str:
+    """Add the catch-all rule: step requests whose agent class no rule routes go to the ``unrouted`` queue.
+
+    Its pattern matches an ``agent_class`` that is anything but the known
+    classes, or missing. Returns the queue's URL; a second call changes nothing.
+    """
+    if topology.unrouted_url:
+        return topology.unrouted_url
+    if UNROUTED in topology.queues:
+        raise InvalidInput("agent_classes", f"an agent class may not be called {UNROUTED!r}: the catch-all uses the name")
+    queue = topology.made.queue(UNROUTED, {"MessageRetentionPeriod": str(topology.spec.dlq_retention_seconds)})
+    _allow_eventbridge(topology, queue)
+    target = {"Id": "unrouted-queue", "Arn": queue.arn, "DeadLetterConfig": {"Arn": topology.rule_dlq_arn}}
+    pattern = unrouted_pattern(sorted(topology.queues))
+    topology.rule_arns[UNROUTED] = topology.made.rule(UNROUTED, bus=topology.bus_name, pattern=pattern, targets=[target])
+    topology.rules[UNROUTED] = topology.made.name(UNROUTED)
+    topology.unrouted_url, topology.unrouted_arn = queue.url, queue.arn
+    return queue.url
+
+
+def unrouted_pattern(known_classes: list[str]) -> dict[str, Any]:
+    """The catch-all's event pattern: a step request for an agent class not in ``known_classes``, or none."""
+    return {
+        "source": [envelope.SOURCE],
+        "detail-type": [envelope.REQUESTED],
+        "$or": [
+            {"detail": {"agent_class": [{"anything-but": known_classes}]}},
+            {"detail": {"agent_class": [{"exists": False}]}},
+        ],
+    }
+
+
 @contextlib.contextmanager
 def experiment_queue(
-    backend: Backend, prefix: str, *, visibility_timeout: int, max_receive_count: int = 0
+    backend: Backend, prefix: str, *, visibility_timeout: int, max_receive_count: int = 0, fifo: bool = False
 ) -> Iterator[WorkQueue]:
     """A throwaway work queue (with a DLQ when ``max_receive_count`` > 0), deleted afterwards.
 
-    For one experiment or one graded case: fresh, isolated, and gone when the block ends.
+    For one experiment or one graded case: fresh, isolated, and gone when
+    the block ends. A ``fifo`` queue (and its DLQ) deduplicates on content.
     Its ``visibility_timeout`` is the one the queue really has (on a scaled clock a
     timeout that is not a whole second of service time comes back longer).
     """
     with Resources(backend, prefix) as made:
         attributes = {"VisibilityTimeout": str(visibility_timeout)}
+        fifo_attributes = {"FifoQueue": "true", "ContentBasedDeduplication": "true"} if fifo else {}
+        name = "exp.fifo" if fifo else "exp"
         if max_receive_count:
-            queue, dlq = made.queue_with_dlq("exp", max_receive_count=max_receive_count, attributes=attributes)
+            queue, dlq = made.queue_with_dlq(name, max_receive_count=max_receive_count,
+                                             attributes={**attributes, **fifo_attributes}, dlq_attributes=fifo_attributes)
         else:
-            queue, dlq = made.queue("exp", attributes), Queue("", "")
+            queue, dlq = made.queue(name, {**attributes, **fifo_attributes}), Queue("", "")
         yield WorkQueue("experiment", queue.url, queue.arn, dlq.url, dlq.arn, queue.visibility_timeout,
                         max_receive_count)
 
@@ -259,8 +314,9 @@ def _make_rule(topology: Topology, agent_class: AgentClass) -> None:
     }
     if agent_class.fifo:
         target["SqsParameters"] = {"MessageGroupId": agent_class.name}
-    topology.made.rule(agent_class.name, bus=topology.bus_name, pattern=pattern, targets=[target])
+    arn = topology.made.rule(agent_class.name, bus=topology.bus_name, pattern=pattern, targets=[target])
     topology.rules[agent_class.name] = topology.made.name(agent_class.name)
+    topology.rule_arns[agent_class.name] = arn
 
 
 def _make_orchestrator(topology: Topology) -> None:
@@ -287,17 +343,4 @@ def _orchestrator_role(topology: Topology) -> str:
 
 def _allow_eventbridge(topology: Topology, queue: Queue) -> None:
     """Let the bus's rules send to ``queue`` (the queue policy EventBridge needs on AWS)."""
-    policy = {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Sid": "EventBridgeDelivers",
-                "Effect": "Allow",
-                "Principal": {"Service": "events.amazonaws.com"},
-                "Action": "sqs:SendMessage",
-                "Resource": queue.arn,
-                "Condition": {"ArnLike": {"aws:SourceArn": topology.bus_arn.replace(":event-bus/", ":rule/") + "/*"}},
-            }
-        ],
-    }
-    topology.backend.client("sqs").set_queue_attributes(QueueUrl=queue.url, Attributes={"Policy": json.dumps(policy)})
+    topology.made.allow_eventbridge(queue, topology.bus_arn)

@@ -1,8 +1,17 @@
-"""What a notebook shows: tables (``tables``), matplotlib figures (``plots``, ``scaling_plots``) and
-ipywidgets controls (``widgets``, ``scaling_widgets``). Importing this package stays light:
-matplotlib and ipywidgets load when a figure or a widget is first made."""
+"""What a notebook shows: tables (``tables``, ``scaling_tables``), matplotlib figures (``plots``,
+``scaling_plots``, ``dlq_plots``, ``callback_plots``, ``replay_plots``) and ipywidgets controls
+(``widgets``, ``scaling_widgets``, ``dlq_widgets``, ``callback_widgets``, ``replay_widgets``).
+Importing this package stays light: matplotlib and ipywidgets load when a figure or a widget is
+first made."""
 
+from . import scaling_tables
+from .callback_plots import callback_timelines
+from .callback_widgets import callback_headroom_explorer, workflow_explorer
+from .dlq_plots import failure_classes, group_progress
+from .dlq_widgets import head_of_line_explorer
 from .plots import step_times_vs_visibility, trace_waterfall, visibility_timeline
+from .replay_plots import outage_posture, window_timeline
+from .replay_widgets import outage_explorer, outage_table
 from .scaling_plots import fleet_timeline, tradeoff_curve
 from .scaling_widgets import tradeoff_explorer
 from .tables import Table
@@ -10,11 +19,22 @@ from .widgets import visibility_explorer
 
 __all__ = [
     "Table",
+    "callback_headroom_explorer",
+    "callback_timelines",
+    "failure_classes",
     "fleet_timeline",
+    "group_progress",
+    "head_of_line_explorer",
+    "outage_explorer",
+    "outage_posture",
+    "outage_table",
+    "scaling_tables",
     "step_times_vs_visibility",
     "trace_waterfall",
     "tradeoff_curve",
     "tradeoff_explorer",
     "visibility_explorer",
     "visibility_timeline",
+    "window_timeline",
+    "workflow_explorer",
 ]

@@ -10,7 +10,8 @@ it is requested (pod start-up, if any, is the fleet's business).
 
 The same ``Autoscaler`` drives the time-stepped simulator (which reads its
 own counts), the small real loop (which reads a real queue) and
-``fleetlab keda-size`` (which reads a constant).
+``fleetlab keda-size`` (which reads a constant). Its HPA sync can be
+replaced (``hpa_step``): lab 05's check runs a learner's own sync that way.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from .manifest import ScaledObject
 from .scaler import QueueAttributes, queue_length
 
 Decision = KedaDecision | HpaDecision
+HpaStep = Callable[[float, int, QueueAttributes], Decision]
+"""One HPA sync: (time, current replicas, the queue's counts) -> a decision with ``desired``."""
 
 
 @dataclass
@@ -32,20 +35,22 @@ class Autoscaler:
 
     ``advance(now, read)`` runs every poll and sync due at or before
     ``now``, each on a fresh ``read()`` of the queue, and returns their
-    decisions in order; ``replicas`` is the count they leave.
+    decisions in order; ``replicas`` is the count they leave. ``hpa_step``
+    replaces the HPA model's sync (it gets the counts, not the metric).
     """
 
     scaled: ScaledObject
     settings: HpaSettings = field(default_factory=HpaSettings)
     replicas: int = 0
     start: float = 0.0
+    hpa_step: HpaStep | None = None
 
     def __post_init__(self) -> None:
         self.keda = KedaOperator(self.scaled, created_at=self.start)
         self.hpa = Hpa(self.scaled, self.settings)
         self.next_poll = self.start
         self.next_sync = self.start
-        self.polled_metric: int | None = None
+        self.polled: QueueAttributes | None = None
 
     @property
     def next_due(self) -> float:
@@ -63,22 +68,24 @@ class Autoscaler:
         return decisions
 
     def _poll(self, read: Callable[[], QueueAttributes]) -> KedaDecision:
-        metric = queue_length(self.scaled.trigger, read())
-        self.polled_metric = metric
-        decision = self.keda.poll(self.next_poll, self.replicas, metric)
+        self.polled = read()
+        decision = self.keda.poll(self.next_poll, self.replicas, queue_length(self.scaled.trigger, self.polled))
         self.replicas = decision.desired
         self.next_poll += self.scaled.polling_interval
         return decision
 
-    def _sync(self, read: Callable[[], QueueAttributes]) -> HpaDecision:
-        if self.scaled.trigger.use_cached_metrics and self.polled_metric is not None:
-            metric = self.polled_metric
+    def _sync(self, read: Callable[[], QueueAttributes]) -> Decision:
+        if self.scaled.trigger.use_cached_metrics and self.polled is not None:
+            reading = self.polled
         else:
-            metric = queue_length(self.scaled.trigger, read())
-        decision = self.hpa.sync(self.next_sync, self.replicas, metric)
+            reading = read()
+        decision = (self.hpa_step or self._model_sync)(self.next_sync, self.replicas, reading)
         self.replicas = decision.desired
         self.next_sync += self.settings.sync_period
         return decision
+
+    def _model_sync(self, at: float, current: int, reading: QueueAttributes) -> HpaDecision:
+        return self.hpa.sync(at, current, queue_length(self.scaled.trigger, reading))
 
 
 def replicas_over_time(scaled: ScaledObject, readings: Callable[[float], QueueAttributes], *, until: float,

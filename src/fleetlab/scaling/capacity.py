@@ -14,7 +14,9 @@ The figures and quotas come from the course's source material (seed 000,
   us-west-2 and eu-west-1, 300/s elsewhere.
 
 The seeds give no prices, so cost is counted in calls; ``priced`` turns
-calls into money for prices the caller supplies.
+calls into money for prices the caller supplies, and ``daily_bill`` prices
+a fleet's day per step (``fleetlab.experiments.autoscaling.step_prices``
+reads them from the course's dated price list).
 """
 
 from __future__ import annotations
@@ -113,6 +115,26 @@ def priced(calls: Mapping[str, float], prices: Mapping[str, float]) -> float:
     if missing:
         raise InvalidInput(missing[0], "has no price", hint=f"give a price per call for: {', '.join(missing)}")
     return sum(count * prices[name] for name, count in calls.items())
+
+
+BILLED_PER_STEP = {"sqs": 2, "events": 1, "dynamodb": 1}
+"""What one step bills: two SQS requests, one EventBridge event (billed per entry, batched or not), one write."""
+
+
+def daily_bill(cap: Capacity, prices: Mapping[str, float]) -> dict[str, float]:
+    """US dollars a day, by line (``sqs``, ``events``, ``dynamodb``), at ``prices`` in dollars per million.
+
+    Raises InvalidInput naming a line ``prices`` leaves out.
+    """
+    per_million = {line: count * cap.steps_per_day / 1e6 for line, count in BILLED_PER_STEP.items()}
+    return {line: per_million[line] * price for line, price in _prices_for(prices).items()}
+
+
+def _prices_for(prices: Mapping[str, float]) -> dict[str, float]:
+    missing = sorted(set(BILLED_PER_STEP) - set(prices))
+    if missing:
+        raise InvalidInput(missing[0], "has no price", hint="give dollars per million for sqs, events and dynamodb")
+    return {line: float(prices[line]) for line in BILLED_PER_STEP}
 
 
 def fleet_scaled_object(cap: Capacity, *, pod_concurrency: int, headroom: float = 1.2, min_replicas: int = 2,

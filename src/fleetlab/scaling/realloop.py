@@ -4,17 +4,22 @@ At small scale (a burst of about a hundred documents) nothing is modelled
 but the pods: the ``Autoscaler`` reads ApproximateNumberOfMessages,
 ...NotVisible and ...Delayed with GetQueueAttributes at every poll and sync,
 and each replica it asks for is one ``QueueWorker`` that receives real
-messages, works each for ``step_seconds`` on the backend's clock, records
-the step's effect in the ledger and deletes it.
+messages, works each for ``step_seconds`` of the loop's time, records the
+step's effect in the ledger and deletes it.
 
-One loop, one thread, a tick at a time (``tick`` seconds of the backend's
-clock): finish the steps that are due, let KEDA and the HPA act, start or
+One loop, one thread, a tick at a time (``tick`` seconds of the loop's
+time): finish the steps that are due, let KEDA and the HPA act, start or
 stop replicas, and let replicas with free slots receive (a replica that
 finds the queue empty ends the tick's receiving, as the others would find
-it empty too). On the virtual clock a tick costs no wall time; on a real
-clock (LocalStack) keep durations short: a few seconds per step, a
-ScaledObject with short polling and cooldown, and ``HpaSettings`` with a
-short sync period and stabilisation window.
+it empty too).
+
+Time. The pods, their step time and the autoscaler are the library's own,
+so the loop keeps its own time. On a virtual clock each tick passes on the
+backend's clock too (free, and SQS's timers follow it). On a real clock
+(LocalStack, AWS) the loop runs as fast as its calls, and waits for the
+service only where the service keeps the time: when messages a killed pod
+abandoned are due back (their visibility timeout runs on the service's
+clock, so the wait is real; keep such timeouts short there).
 
 Scale-down either drains (the replica stops receiving and goes once its
 steps are done) or kills (its steps are abandoned undeleted, so SQS hands
@@ -29,23 +34,32 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..aws.backends import Backend
+from ..clock import library_clock
 from ..errors import FleetlabError, InvalidInput
 from ..events.envelope import Envelope
 from ..ledger import EffectsLedger
 from ..sqs.worker import Delivery, HandleOutcome, QueueWorker
-from .autoscaler import Autoscaler, Decision
+from .autoscaler import Autoscaler, Decision, HpaStep
 from .hpa import HpaSettings
 from .manifest import ScaledObject
 from .scaler import ATTRIBUTE_NAMES, QueueAttributes
 from .simulator import SCALE_DOWN_MODES, Sample
 
 SEND_BATCH = 10  # SendMessageBatch entries
+RETURN_MARGIN = 2.0
+"""Seconds past an abandoned message's visibility timeout a real-clock loop waits before it looks for it:
+a backend may make expired messages visible on a sweep (the fidelity table's ``sqs.redelivery_delay``)."""
 
 
 def read_queue(sqs: Any, queue_url: str) -> QueueAttributes:
-    """One GetQueueAttributes call for the three counts KEDA reads."""
-    answer = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=list(ATTRIBUTE_NAMES))
-    return QueueAttributes.from_sqs(answer.get("Attributes", {}))
+    """One GetQueueAttributes call for the three counts KEDA reads.
+
+    It asks for ``All``: the same counts, and the emulators work them out
+    once per call instead of once per name asked for.
+    """
+    answer = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["All"])
+    attributes = answer.get("Attributes", {})
+    return QueueAttributes.from_sqs({name: attributes[name] for name in ATTRIBUTE_NAMES if name in attributes})
 
 
 def send_documents(backend: Backend, queue_url: str, count: int, *, prefix: str = "doc", first: int = 0) -> list[str]:
@@ -65,14 +79,23 @@ def send_documents(backend: Backend, queue_url: str, count: int, *, prefix: str 
     return ids
 
 
+@dataclass(frozen=True)
+class _Job:
+    """One step a replica is working on: when it is done (loop time), its message, when it was received."""
+
+    done_at: float
+    message: dict[str, Any]
+    received_on_clock: float
+
+
 @dataclass
 class _Replica:
-    """One simulated pod: a QueueWorker and the steps it is working on (done time, message)."""
+    """One simulated pod: a QueueWorker and the steps it is working on."""
 
     worker: QueueWorker
     ready_at: float
     draining: bool = False
-    jobs: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
+    jobs: list[_Job] = field(default_factory=list)
 
 
 @dataclass
@@ -108,13 +131,15 @@ def run_real_loop(
     replicas: int = 0,
     scale_down: str = "drain",
     startup_seconds: float = 0.0,
+    hpa_step: HpaStep | None = None,
 ) -> RealLoopRun:
     """Run the loop until every document sent is done and KEDA has scaled back to its floor, or ``max_seconds``.
 
     ``arrivals`` are (seconds after the start, documents) sent during the
     run. The queue's visibility timeout must exceed ``step_seconds`` (these
-    replicas keep no heartbeat). Returns the run; ``finished`` is False when
-    it stopped at ``max_seconds``.
+    replicas keep no heartbeat). ``hpa_step`` replaces the HPA model's sync
+    (see ``Autoscaler``); what it raises propagates. Returns the run;
+    ``finished`` is False when it stopped at ``max_seconds``.
     """
     if scale_down not in SCALE_DOWN_MODES:
         raise InvalidInput("scale_down", f"{scale_down!r} is not one of {', '.join(SCALE_DOWN_MODES)}")
@@ -123,7 +148,7 @@ def run_real_loop(
                            "must be positive")
     loop = _Loop(backend, queue_url, scaled, settings or HpaSettings(), step_seconds=step_seconds,
                  concurrency=concurrency, scale_down=scale_down, startup_seconds=startup_seconds,
-                 replicas=replicas, arrivals=sorted(arrivals))
+                 replicas=replicas, arrivals=sorted(arrivals), hpa_step=hpa_step)
     return loop.run(tick, max_seconds)
 
 
@@ -141,17 +166,20 @@ class _Loop:
     startup_seconds: float
     replicas: int
     arrivals: list[tuple[float, int]]
+    hpa_step: HpaStep | None = None
 
     def __post_init__(self) -> None:
-        self.clock = self.backend.clock
+        self.clock = self.backend.clock  # the service's time: receives, visibility timeouts
+        self.loop_clock = library_clock(self.clock)  # the loop's own: the backend's clock itself when virtual
         self.sqs = self.backend.client("sqs")
         self.result = RealLoopRun()
-        self.autoscaler = Autoscaler(self.scaled, self.settings, replicas=self.replicas)
+        self.autoscaler = Autoscaler(self.scaled, self.settings, replicas=self.replicas, hpa_step=self.hpa_step)
         self.pods: list[_Replica] = []
         self.made = 0
-        self.t0 = self.now = self.clock.now()  # ``now``: the current tick's time
+        self.t0 = self.now = self.loop_clock.now()  # ``now``: the current tick's time, on the loop's clock
         self.reading: QueueAttributes | None = None
-        self._check_visibility()
+        self.returning: list[tuple[float, float]] = []  # abandoned messages due back: (loop time, clock time)
+        self.visibility = self._check_visibility()
         for _ in range(self.replicas):
             self._add_replica(self.t0)
 
@@ -177,16 +205,27 @@ class _Loop:
                 result.seconds = since
                 return result
             ticks += 1
-            self.clock.sleep(max(self.t0 + ticks * tick - self.clock.now(), 0.0))
+            self._pace(ticks * tick)
+
+    def _pace(self, since: float) -> None:
+        """Bring the loop's clock to the next tick; on a real clock, first wait for the messages due back by then."""
+        tick_at = self.t0 + since
+        if not self.clock.virtual:
+            due = [on_clock for in_loop, on_clock in self.returning if in_loop <= tick_at]
+            self.returning = [(in_loop, on_clock) for in_loop, on_clock in self.returning if in_loop > tick_at]
+            if due:
+                self.clock.sleep(max(max(due) + RETURN_MARGIN - self.clock.now(), 0.0))
+        self.loop_clock.sleep(max(tick_at - self.loop_clock.now(), 0.0))
 
     # --- the queue ------------------------------------------------------------------
 
-    def _check_visibility(self) -> None:
+    def _check_visibility(self) -> float:
         answer = self.sqs.get_queue_attributes(QueueUrl=self.queue_url, AttributeNames=["VisibilityTimeout"])
         visibility = float(answer["Attributes"]["VisibilityTimeout"])
         if visibility <= self.step_seconds:
             raise InvalidInput("step_seconds", f"{self.step_seconds} s is not shorter than the queue's visibility "
                                                f"timeout {visibility:g} s", hint="these replicas keep no heartbeat")
+        return visibility
 
     def _read(self) -> QueueAttributes:
         self.reading = read_queue(self.sqs, self.queue_url)
@@ -240,17 +279,23 @@ class _Loop:
         doomed = sorted(serving, key=lambda r: (r.ready_at <= now, -self.pods.index(r)))[:-extra]
         for replica in doomed:
             if self.scale_down == "kill" or not replica.jobs:
-                self.result.abandoned += len(replica.jobs)
+                self._abandon(replica.jobs)
                 self.pods.remove(replica)
             else:
                 replica.draining = True
 
+    def _abandon(self, jobs: list[_Job]) -> None:
+        """A killed replica's steps: never deleted, so SQS offers them again one visibility timeout after receipt."""
+        self.result.abandoned += len(jobs)
+        self.returning += [(job.done_at - self.step_seconds + self.visibility, job.received_on_clock + self.visibility)
+                           for job in jobs]
+
     def _finish_due(self, now: float) -> None:
         for replica in list(self.pods):
-            due = [job for job in replica.jobs if job[0] <= now]
+            due = [job for job in replica.jobs if job.done_at <= now]
             for job in due:
                 replica.jobs.remove(job)
-                self.result.outcomes.append(replica.worker.handle(job[1]))
+                self.result.outcomes.append(replica.worker.handle(job.message))
             if replica.draining and not replica.jobs:
                 self.pods.remove(replica)
 
@@ -262,4 +307,5 @@ class _Loop:
             messages = replica.worker.receive(free)
             if not messages:
                 return
-            replica.jobs += [(now + self.step_seconds, message) for message in messages]
+            received = self.clock.now()
+            replica.jobs += [_Job(now + self.step_seconds, message, received) for message in messages]

@@ -350,10 +350,10 @@ class _Fleet:
             head = self.queue[0]
             sent, stage, count = head
             piece = min(take, count)
-            self.run.waits[int(t - sent)] += piece
-            oldest = min(oldest, sent)
             starting = min(piece, startable)
-            if starting:
+            if starting:  # a throttled receive starts nothing: its wait goes on until a later receive
+                self.run.waits[int(t - sent)] += starting
+                oldest = min(oldest, sent)
                 stages[stage] = stages.get(stage, 0) + starting
                 startable -= starting
             if piece - starting:

@@ -1,2 +1,3 @@
-"""SQS: what every consumer shares (``messages``), the long-polling worker (``worker``),
-Lambda's event source mapping (``esm``), and dead-letter queues (``dlq``)."""
+"""SQS: what every consumer shares (``messages``), the long-polling worker (``worker``) and its
+attempt budget (``lastattempt``), Lambda's event source mapping (``esm``), dead-letter queues
+(``dlq``) and moving their records back to work (``redrive``)."""

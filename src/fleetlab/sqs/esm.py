@@ -13,6 +13,12 @@ succeeded:
   in the batch, fails the whole batch, as on AWS;
 * without it, or when the handler raises, the whole batch goes back.
 
+``partial_batch_response`` builds that response from a per-record handler,
+for a standard queue (every record runs, the failed ones are reported, as
+Powertools' ``BatchProcessor``) and a FIFO queue (records run in order and
+the first failure stops the batch: it and every later record are reported,
+as ``SqsFifoPartialProcessor``).
+
 Like ``QueueWorker`` it is a whole worker: the handler takes its side effect
 through ``context.record_effect(record)`` (counted in the effects ledger), a
 ``FaultPlan`` can kill it at ``BEFORE_EFFECT`` (inside ``record_effect``) and
@@ -36,6 +42,36 @@ from ..tracing import Tracer
 from . import messages
 from .messages import MAX_RECEIVE_BATCH
 from .worker import Outcome
+
+
+def partial_batch_response(
+    event: dict[str, Any], record_handler: Callable[[dict[str, Any]], Any], *, fifo: bool = False,
+    skip_group_on_error: bool = False,
+) -> dict[str, list[dict[str, str]]]:
+    """Run ``record_handler(record)`` on each record of a Lambda SQS ``event``; report the failed ones.
+
+    A record failed when its handler raised. On a FIFO queue the first
+    failure ends the batch: that record and every later one are reported,
+    in order, and the later ones never run, so no message overtakes an
+    earlier one of its group (``skip_group_on_error`` skips only the later
+    records of the failed record's message group, as Powertools' option
+    does). Where every record failed, Powertools raises BatchProcessingError
+    instead; the ESM returns the whole batch to the queue either way.
+    """
+    records = event["Records"]
+    failed: list[str] = []
+    stopped_groups: set[str | None] = set()
+    for record in records:
+        group = record.get("attributes", {}).get("MessageGroupId")
+        if fifo and (group in stopped_groups or (failed and not skip_group_on_error)):
+            failed.append(record["messageId"])
+            continue
+        try:
+            record_handler(record)
+        except Exception:  # the record failed: report it, the ESM keeps it on the queue
+            failed.append(record["messageId"])
+            stopped_groups.add(group)
+    return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in failed]}
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""What every SQS consumer here shares: one receive, reading a message, queue depth, batch delete.
+"""What every SQS consumer here shares: one receive, reading a message, queue depth, batch delete and release.
 
 ``QueueWorker`` (one message at a time, with a heartbeat) and ``BatchPoller``
 (Lambda's batches) receive through the same ``receive``, read bodies with the
@@ -20,15 +20,18 @@ MAX_RECEIVE_BATCH = 10
 
 
 def receive(
-    backend: Backend, queue_url: str, *, max_messages: int = 1, wait_seconds: int | None = None
+    backend: Backend, queue_url: str, *, max_messages: int = 1, wait_seconds: int | None = None,
+    visibility_timeout: int | None = None,
 ) -> list[dict[str, Any]]:
     """One ReceiveMessage of up to ``max_messages`` (capped at ten), every attribute included.
 
     ``wait_seconds`` (lab seconds) defaults to the backend's ``receive_wait``:
     at once on moto, a one-second long poll where delivery is asynchronous.
-    Runs under the backend's receive lock, so concurrent receivers on an
-    emulator never get the same message inside its visibility window.
+    ``visibility_timeout`` hides what it returns for that long instead of the
+    queue's own timeout. Runs under the backend's receive lock, so concurrent
+    receivers on an emulator never get the same message inside its visibility window.
     """
+    hidden = {} if visibility_timeout is None else {"VisibilityTimeout": visibility_timeout}
     with backend.receive_lock(queue_url):
         response = backend.client("sqs").receive_message(
             QueueUrl=queue_url,
@@ -36,6 +39,7 @@ def receive(
             WaitTimeSeconds=backend.receive_wait if wait_seconds is None else wait_seconds,
             AttributeNames=["All"],
             MessageAttributeNames=["All"],
+            **hidden,
         )
     return response.get("Messages", [])
 
@@ -74,6 +78,13 @@ def depth(backend: Backend, queue_url: str) -> int:
     return int(attributes["ApproximateNumberOfMessages"])
 
 
+def held(backend: Backend, queue_url: str) -> int:
+    """Messages in the queue, visible or in flight (SQS's approximate counts; exact on the emulators)."""
+    names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+    attributes = backend.client("sqs").get_queue_attributes(QueueUrl=queue_url, AttributeNames=names)["Attributes"]
+    return sum(int(attributes.get(name, "0")) for name in names)
+
+
 def delete_batch(backend: Backend, queue_url: str, messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Delete ``messages`` (received from ``queue_url``), ten per DeleteMessageBatch.
 
@@ -90,3 +101,15 @@ def delete_batch(backend: Backend, queue_url: str, messages: Sequence[dict[str, 
         )
         kept += [chunk[int(failure["Id"])] for failure in response.get("Failed", [])]
     return kept
+
+
+def release(backend: Backend, queue_url: str, messages: Sequence[dict[str, Any]]) -> None:
+    """Make ``messages`` (received from ``queue_url``) visible again at once, ten per call; none is deleted."""
+    sqs = backend.client("sqs")
+    for start in range(0, len(messages), MAX_RECEIVE_BATCH):
+        chunk = messages[start : start + MAX_RECEIVE_BATCH]
+        sqs.change_message_visibility_batch(
+            QueueUrl=queue_url,
+            Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"], "VisibilityTimeout": 0}
+                     for i, m in enumerate(chunk)],
+        )

@@ -4,7 +4,10 @@
 keeps the message hidden with a ChangeMessageVisibility heartbeat while the
 step runs, and deletes only after the handler returns. It consults a
 ``FaultPlan`` at the named crash points; a crash leaves the message
-undeleted, so it comes back after its visibility timeout.
+undeleted, so it comes back after its visibility timeout. With a
+``LastAttempt`` it gives up one receive before the queue would park the
+message: it answers the caller, parks the message with a diagnosis itself,
+and deletes it.
 """
 
 from __future__ import annotations
@@ -15,13 +18,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..aws.backends import Backend
-from ..errors import AlreadyInProgress, EnvelopeError, InvalidInput, WorkerCrashed
+from ..errors import AlreadyInProgress, EnvelopeError, InvalidInput, LeaseLost, WorkerCrashed
 from ..events.envelope import Envelope
 from ..faults import CrashPoint, FaultPlan
 from ..ledger import Effect, EffectsLedger
 from ..status import Status
 from ..tracing import Tracer
 from . import messages
+from .lastattempt import LastAttempt
 from .messages import parse_body
 
 
@@ -36,6 +40,8 @@ class Outcome(Status):
     """Another worker holds the work's lease (AlreadyInProgress); the message comes back."""
     FAILED = "failed"
     """The handler raised; the message comes back, and is dead-lettered after maxReceiveCount."""
+    PARKED = "parked"
+    """The last attempt failed (or never reported): the worker answered the caller, parked it, and deleted it."""
 
 
 @dataclass
@@ -88,7 +94,9 @@ class QueueWorker:
     returns. ``heartbeat_every`` (seconds of the backend's clock) extends the
     message's visibility to ``visibility_timeout`` while the handler runs.
     A handler that raises leaves the message for redelivery; AlreadyInProgress
-    is reported as ``busy``; an injected crash as ``crashed``. Each receive
+    is reported as ``busy``; an injected crash as ``crashed``. With
+    ``last_attempt``, a failure on the last attempt (and the spare receive
+    after an attempt that never reported) is ``parked`` instead. Each receive
     long-polls ``wait_seconds`` (by default the backend's ``receive_wait``:
     at once on moto, one service second where EventBridge delivers after
     PutEvents returns and a redelivery turns up late).
@@ -107,6 +115,7 @@ class QueueWorker:
         heartbeat_every: float | None = None,
         visibility_timeout: int | None = None,
         wait_seconds: int | None = None,
+        last_attempt: LastAttempt | None = None,
     ) -> None:
         if heartbeat_every is not None and not visibility_timeout:
             raise InvalidInput("visibility_timeout", "is required when heartbeat_every is set")
@@ -126,6 +135,7 @@ class QueueWorker:
         self.heartbeat_every = heartbeat_every
         self.visibility_timeout = visibility_timeout
         self.wait_seconds = wait_seconds
+        self.last_attempt = last_attempt
 
     def poll_once(self, max_messages: int = 1) -> list[HandleOutcome]:
         """Receive up to ``max_messages`` and handle each in turn."""
@@ -165,6 +175,8 @@ class QueueWorker:
         """Run the handler on one received message, then delete it."""
         delivery = self._delivery(message)
         self._trace(delivery, "received", receive=delivery.receive_count)
+        if self.last_attempt is not None and self.last_attempt.never_reported(delivery.receive_count):
+            return self._give_up(delivery, message, None)
         try:
             with self._heartbeat(delivery):
                 result = self.handler(delivery)
@@ -175,12 +187,27 @@ class QueueWorker:
         except AlreadyInProgress as busy:
             self._trace(delivery, "busy")
             return self._outcome(delivery, Outcome.BUSY, error=str(busy))
-        except Exception as exc:  # the handler's failure: leave the message for redelivery
+        except Exception as exc:  # the handler's failure: leave the message for redelivery, or give up
+            if self._is_final(delivery, exc):
+                return self._give_up(delivery, message, exc)
             self._trace(delivery, "failed", error=type(exc).__name__)
             return self._outcome(delivery, Outcome.FAILED, error=f"{type(exc).__name__}: {exc}")
         self.sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=delivery.receipt_handle)
         self._trace(delivery, "deleted")
         return self._outcome(delivery, Outcome.DONE, result=result)
+
+    def _is_final(self, delivery: Delivery, error: Exception) -> bool:
+        """A failure on the last attempt is final; a lost lease is not (another worker owns the work)."""
+        return (self.last_attempt is not None and self.last_attempt.is_last(delivery.receive_count)
+                and not isinstance(error, LeaseLost))
+
+    def _give_up(self, delivery: Delivery, message: dict[str, Any], error: Exception | None) -> HandleOutcome:
+        assert self.last_attempt is not None
+        gave_up = self.last_attempt.give_up(delivery, message, error)
+        self._trace(delivery, "parked", error_code=gave_up.diagnosis.error_code, answered=gave_up.answered)
+        self.sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=delivery.receipt_handle)
+        self._trace(delivery, "deleted")
+        return self._outcome(delivery, Outcome.PARKED, result=gave_up, error=gave_up.diagnosis.error_message)
 
     def _delivery(self, message: dict[str, Any]) -> Delivery:
         body, parsed, problem = parse_body(message["Body"])

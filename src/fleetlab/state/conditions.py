@@ -12,7 +12,9 @@ same ones::
 The record's attributes: ``pk`` (the work's key), ``sk`` (the consumer),
 ``status`` (INPROGRESS / COMPLETED), ``owner`` (the claim's random id),
 ``lease_until`` (the in-progress expiry), ``expires_at`` (the idempotency
-window, also the table's TTL attribute) and ``result`` (JSON).
+window, also the table's TTL attribute) and ``result`` (JSON). A response
+record (``state.responses``) has the same key and ``expires_at``, with
+``status`` SUCCEEDED / FAILED.
 """
 
 from __future__ import annotations
@@ -23,11 +25,14 @@ from typing import Any
 
 INPROGRESS = "INPROGRESS"
 COMPLETED = "COMPLETED"
+SUCCEEDED = "SUCCEEDED"
+FAILED = "FAILED"
 
 # Value placeholders the clauses use.
 NOW = ":now"
 OWNER = ":owner"
 INPROGRESS_VALUE = ":inprogress"
+FAILED_VALUE = ":failed"
 
 # Attribute names that are DynamoDB reserved words go through a placeholder.
 _NAMES = {"#status": "status", "#owner": "owner", "#result": "result"}
@@ -52,6 +57,15 @@ CLAIMABLE = f"{RECORD_ABSENT} OR {WINDOW_EXPIRED} OR ({LEASE_EXPIRED})"
 
 OWNED_IN_PROGRESS = f"{OWNED} AND {IN_PROGRESS}"
 """Our claim, still running: the lease may be extended or released."""
+
+ANSWERED_WITH_ERROR = f"#status = {FAILED_VALUE}"
+"""The request's answer so far is a graceful error."""
+
+UNANSWERED = f"{RECORD_ABSENT} OR {WINDOW_EXPIRED}"
+"""No live answer to the request yet: an error may be written."""
+
+ANSWERABLE = f"{UNANSWERED} OR {ANSWERED_WITH_ERROR}"
+"""A result may be written: no live answer, or only an error (a redriven request that then succeeded)."""
 
 
 def attribute_names(*expressions: str) -> dict[str, str]:

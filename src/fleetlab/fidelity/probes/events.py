@@ -1,5 +1,5 @@
 """EventBridge probes: PutEvents entry size, the delivered envelope, when delivery happens, target DLQs,
-archive and replay."""
+archive and replay, pattern syntax."""
 
 from __future__ import annotations
 
@@ -260,3 +260,27 @@ def _replay_name(replayed: dict[str, Any], name: str) -> Observation:
 
 def _honoured(held: bool, honoured: str, ignored: str) -> Observation:
     return Observation(f"honoured: {honoured}", True) if held else Observation(f"ignored: {ignored}", False)
+
+
+_MALFORMED_PATTERN = {"source": "fleet.coordinator"}  # a value to match that is not in a list
+
+
+@_probes(
+    Feature(
+        "events.invalid_pattern",
+        'PutRule with a malformed pattern ({"source": "fleet.coordinator"}: a value not in a list)',
+        aws="refused: InvalidEventPatternException",
+        workaround="fleetlab judges a pattern's syntax as AWS does (fleetlab.events.replay.pattern_problems); "
+        "lab 06's pattern check says when this backend took a pattern AWS refuses",
+    )
+)
+def _invalid_pattern(scratch: Scratch) -> Observation:
+    bus, _ = scratch.bus("pattern")
+    events = scratch.client("events")
+    name = scratch.name("malformed")
+    try:
+        events.put_rule(Name=name, EventBusName=bus, EventPattern=json.dumps(_MALFORMED_PATTERN))
+    except ClientError as exc:
+        return Observation(f"refused: {error_code(exc)}", True)
+    scratch.on_teardown(name, events.delete_rule, Name=name, EventBusName=bus)
+    return Observation("accepted: the rule was created", False)

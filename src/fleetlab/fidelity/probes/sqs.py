@@ -300,5 +300,34 @@ def _fifo_dedup_after_delete(scratch: Scratch) -> Observation:
     return Observation("accepted again: the re-sent message was delivered", False)
 
 
+@_probes(
+    Feature(
+        "sqs.fifo_order_after_return",
+        "Three messages of one FIFO message group received together, then back after their visibility timeout",
+        aws="the first of the three comes first: a message group keeps its order across redeliveries",
+        workaround="fleetlab's FIFO checks judge each batch's response, not the order the backend hands messages back in",
+    )
+)
+def _fifo_order_after_return(scratch: Scratch) -> Observation:
+    timeout = scratch.visibility_timeout
+    queue = scratch.queue("order.fifo", FifoQueue="true", ContentBasedDeduplication="true", VisibilityTimeout=str(timeout))
+    sqs = scratch.client("sqs")
+    for body in _FIFO_BODIES:
+        sqs.send_message(QueueUrl=queue.url, MessageBody=body, MessageGroupId="g")
+    taken = sqs.receive_message(QueueUrl=queue.url, MaxNumberOfMessages=len(_FIFO_BODIES), WaitTimeSeconds=2)
+    if [m["Body"] for m in taken.get("Messages", [])] != list(_FIFO_BODIES):
+        return Observation("the three messages did not come together, in order, at the first receive", False)
+    scratch.let_pass(timeout + 1)
+    first = _within(scratch, lambda: scratch.receive(queue.url, wait=1), seconds=5, what="a message of the group")
+    if first is None:
+        return Observation("none of the three came back after the visibility timeout", False)
+    if first["Body"] == _FIFO_BODIES[0]:
+        return Observation(f"{_FIFO_BODIES[0]} first: the group's order holds", True)
+    return Observation(f"{first['Body']} first: the group's order is lost", False)
+
+
+_FIFO_BODIES = ("step 1", "step 2", "step 3")
+
+
 def _receive_count(message: dict[str, Any]) -> int:
     return int(message.get("Attributes", {}).get("ApproximateReceiveCount", "0"))

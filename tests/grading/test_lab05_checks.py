@@ -1,0 +1,94 @@
+"""What lab 05's checks promise beyond their catalogues: the exercise's HPA rule is the HPA's on every
+case, the inputs tell answers apart, pure checks stay pure, and diagnoses come from what happened."""
+
+import math
+
+import pytest
+
+from fleetlab.aws.backends import open_backend
+from fleetlab.experiments.autoscaling import MODEL_QUEUE, burst
+from fleetlab.grading import get_check, run_check, runner
+from fleetlab.grading.checks.lab05 import burst as burst_check
+from fleetlab.grading.checks.lab05 import queue_length
+from fleetlab.grading.results import Status
+from fleetlab.scaling.manifest import scaled_object
+
+
+@pytest.fixture
+def backend():
+    opened = open_backend("moto")
+    yield opened
+    opened.close()
+
+
+def _every_case(check_id):
+    check = get_check(check_id)
+    return [*check.public, *check.hidden]
+
+
+@pytest.mark.parametrize("case", _every_case("05.burst"), ids=lambda case: case.name)
+def test_the_exercise_s_hpa_rule_is_the_hpa_s_on_every_case(case, backend):
+    """The statement leaves out the HPA's memory (stabilisation); no case may need it."""
+    scaled = scaled_object("documents", MODEL_QUEUE, queue_length=case.queue_length,
+                           min_replica_count=case.min_replicas, max_replica_count=case.max_replicas)
+    settings = dict(step_seconds=case.step_seconds, concurrency=case.concurrency, arrivals=case.arrivals,
+                    replicas=case.replicas, tick=burst_check.TICK, max_seconds=case.step_seconds - burst_check.TICK,
+                    visibility_timeout=burst_check.VISIBILITY)
+    judge = burst_check._Judge(burst_check.reference_desired, case)
+    judged = burst(backend, scaled, case.documents, hpa_step=judge.sync, **settings)
+    modelled = burst(backend, scaled, case.documents, **settings)
+    assert judged.scaling == modelled.scaling
+    assert len(judge.path) >= 6  # every sync until the first step completes was judged
+
+
+def test_each_burst_mistake_is_caught_by_a_public_case_that_names_its_rule():
+    check = get_check("05.burst")
+    rules = {name for name, _ in burst_check.MISTAKES}
+    named = {"in-flight", "tolerance", "no-limit", "plus4", "double", "clamp-max", "floor"}
+    assert named <= rules
+    for wrong in check.wrong_answers:
+        if wrong.public:
+            assert run_check(check, wrong.answer).status == Status.FAIL, wrong.name
+
+
+def test_a_diagnosis_says_when_and_on_what_reading_the_answer_went_wrong():
+    visible_only = lambda c, v, f, q, low, high: burst_check.reference_desired(c, v, 0, q, low, high)  # noqa: E731
+    result = run_check(get_check("05.burst"), visible_only)
+    first = result.cases[0]
+    assert first.diagnosis.startswith("at +30 s, with 8 replicas and 22 messages visible + 40 in flight "
+                                      "(queueLength 5), you set 5 replicas; the HPA sets 13")
+
+
+@pytest.mark.parametrize("case", _every_case("05.queue_length"), ids=lambda case: case.name)
+def test_each_load_test_measures_a_little_under_the_pod_s_concurrency(case):
+    measured = case.steps_per_minute / 60 * case.mean_step_seconds
+    assert case.concurrency - 0.2 < measured < case.concurrency  # so round and ceil agree, and floor is wrong
+    # one replica more or fewer than the right fleet is caught: a queueLength one off either way fails
+    for off_by_one in (case.concurrency - 1, case.concurrency + 1):
+        replicas = math.ceil(case.documents / off_by_one)
+        assert not queue_length._judge(case, off_by_one, replicas).ok, (case.name, off_by_one)
+    assert case.mean_step_seconds >= 90  # the HPA's ramp (at most 75 s) ends before the first step does
+
+
+@pytest.mark.parametrize("check_id", ["05.max_replicas", "05.bill"])
+def test_pure_lab05_checks_never_open_a_backend(check_id, monkeypatch):
+    monkeypatch.setattr(runner, "open_backend", lambda: pytest.fail(f"{check_id} opened a backend"))
+    check = get_check(check_id)
+    assert run_check(check, check.reference, include_hidden=True).status == Status.PASS
+
+
+def test_a_cap_that_throttles_says_how_many_calls_it_asked_for():
+    result = run_check(get_check("05.max_replicas"), lambda quota, reserved, c: math.ceil((quota - reserved) / c))
+    assert result.cases[0].diagnosis.startswith(
+        "maxReplicaCount 52: at the peak 52 pods x 6 steps asked for 312 model calls at once against 310 model "
+        "calls free in the quota (400 - 90 reserved)")
+
+
+def test_the_bill_check_agrees_with_the_seed_s_worked_fleet():
+    check = get_check("05.bill")
+    worked = check.public[0]
+    in_flight, dollars = check.reference(worked.conversations_per_minute, worked.steps, worked.step_seconds,
+                                         worked.price_list)
+    # seed 000: 11,250 steps in flight; 21.6 M SQS requests, 10.8 M events, 10.8 M writes a day
+    assert in_flight == 11_250
+    assert dollars == pytest.approx(21.6 * 0.40 + 10.8 * 1.00 + 10.8 * 0.625)
