@@ -43,6 +43,8 @@ NUDGE_AFTER = 0.4
 STOPPED = "stopped"
 WORKER_GRACE = 0.5
 """Seconds a worker still busy when a run's wait ends gets before it is stopped."""
+TOKEN_VISIBILITY = 60
+"""Real seconds a taken task stays hidden on the token queue: longer than any step the bench plays."""
 
 
 @dataclass(frozen=True)
@@ -201,7 +203,9 @@ class CallbackBench:
         self.made = Resources(backend, prefix)
         self.closed = False
         try:
-            self.queue = self.made.queue("tokens", {"VisibilityTimeout": "60"})
+            # the bench works in real time (Step Functions' timers); the backend's clients take lab time
+            hidden = TOKEN_VISIBILITY * backend.clock.scale
+            self.queue = self.made.queue("tokens", {"VisibilityTimeout": str(hidden)})
             self._role = self._execution_role()
         except Exception:
             self.made.teardown()
