@@ -291,8 +291,8 @@ class Fleet:
         still not arrived (it may yet arrive: run again; or no rule routes its class).
         Otherwise, when a round finds nothing, ``advance`` moves the clock
         that far (one visibility timeout brings crashed messages back) and
-        the run ends after ``idle_polls`` such rounds; without ``advance`` it
-        ends at once. Bounded by ``max_polls``.
+        the run ends after ``idle_polls`` such rounds (on a real clock sooner,
+        once no work queue holds a message); without ``advance`` it ends at once. Bounded by ``max_polls``.
         """
         self._warn_if_deep()
         report = RunReport()
@@ -310,7 +310,7 @@ class Fleet:
                 idle = 0
                 continue
             idle += 1
-            if not advance or idle > idle_polls:
+            if not advance or idle > idle_polls or self._nothing_to_come_back():
                 break
             self.clock.sleep(advance)
         return report
@@ -331,6 +331,18 @@ class Fleet:
                 break
             self.clock.sleep(advance)
         return report
+
+    def _nothing_to_come_back(self) -> bool:
+        """On a real clock, True once no work queue holds a message (visible, in flight or delayed): an idle
+        round costs real time there, and none can find anything (a step SQS parked is in a DLQ). On the
+        virtual clock idle rounds are free, so the run keeps its ``idle_polls``."""
+        if self.clock.virtual:
+            return False
+        counts = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible",
+                  "ApproximateNumberOfMessagesDelayed"]
+        sqs = self.backend.client("sqs")
+        return not any(int(value) for queue in self.topology.queues.values()
+                       for value in sqs.get_queue_attributes(QueueUrl=queue.url, AttributeNames=counts)["Attributes"].values())
 
     def _warn_if_deep(self) -> None:
         """Warn (once per call site) when the queues are deep enough to make this backend slow."""
@@ -363,9 +375,17 @@ class Fleet:
         return statuses
 
     def _poll_round(self, report: RunReport) -> list[HandleOutcome]:
-        """One poll of every worker; the outcomes are added to ``report``."""
+        """One poll of every worker; the outcomes are added to ``report``.
+
+        Only the first worker long-polls (where the backend delivers late): once
+        it has waited, or found work, the others' late messages have had the
+        same time to arrive, so they receive at once and a round waits once,
+        not once per queue.
+        """
         report.polls += 1
-        found = [o for w in self.workers.values() for o in w.poll_once(max_messages=10)]
+        found: list[HandleOutcome] = []
+        for index, worker in enumerate(self.workers.values()):
+            found += worker.poll_once(max_messages=10, wait_seconds=None if index == 0 else 0)
         report.outcomes += found
         return found
 

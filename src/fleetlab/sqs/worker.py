@@ -137,9 +137,9 @@ class QueueWorker:
         self.wait_seconds = wait_seconds
         self.last_attempt = last_attempt
 
-    def poll_once(self, max_messages: int = 1) -> list[HandleOutcome]:
-        """Receive up to ``max_messages`` and handle each in turn."""
-        return [self.handle(message) for message in self.receive(max_messages)]
+    def poll_once(self, max_messages: int = 1, *, wait_seconds: int | None = None) -> list[HandleOutcome]:
+        """Receive up to ``max_messages`` and handle each in turn; ``wait_seconds`` overrides the worker's long poll."""
+        return [self.handle(message) for message in self.receive(max_messages, wait_seconds=wait_seconds)]
 
     def run_for(
         self,
@@ -165,11 +165,11 @@ class QueueWorker:
                 clock.sleep(min(poll_interval, max(until - clock.now(), 0.0)))
         return outcomes
 
-    def receive(self, max_messages: int = 1) -> list[dict[str, Any]]:
-        """One ReceiveMessage call (under the backend's receive lock)."""
-        return messages.receive(
-            self.backend, self.queue_url, max_messages=max_messages, wait_seconds=self.wait_seconds
-        )
+    def receive(self, max_messages: int = 1, *, wait_seconds: int | None = None) -> list[dict[str, Any]]:
+        """One ReceiveMessage call (under the backend's receive lock), long-polling ``wait_seconds``
+        (default: the worker's own)."""
+        wait = self.wait_seconds if wait_seconds is None else wait_seconds
+        return messages.receive(self.backend, self.queue_url, max_messages=max_messages, wait_seconds=wait)
 
     def handle(self, message: dict[str, Any]) -> HandleOutcome:
         """Run the handler on one received message, then delete it."""
