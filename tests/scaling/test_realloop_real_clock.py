@@ -8,12 +8,20 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from fleetlab.aws.topology import experiment_queue, new_prefix
 from fleetlab.scaling.hpa import HpaSettings
 from fleetlab.scaling.realloop import RETURN_MARGIN, run_real_loop
 
 from .builders import so
 from .test_realloop import FALL, RISE
+
+
+@pytest.fixture(autouse=True)
+def unscaled(monkeypatch):
+    """These tests time the loop against wall seconds: a real clock at scale 1 (lab time = real time)."""
+    monkeypatch.setenv("FLEETLAB_TIME_SCALE", "1")
 
 
 def test_a_burst_with_production_durations_runs_on_the_loop_s_own_time(real_clock_backend):

@@ -14,7 +14,7 @@ from aws_lambda_powertools.utilities.batch import (
 from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
 
 from fleetlab.aws.backends import open_backend
-from fleetlab.aws.topology import experiment_table, new_prefix
+from fleetlab.aws.topology import experiment_queue, experiment_table, new_prefix
 from fleetlab.errors import EnvelopeError, InvalidInput, ModelError, Timeout, WorkerCrashed
 from fleetlab.experiments.poison import GroupProgress
 from fleetlab.notebook import failure_classes, group_progress
@@ -169,3 +169,18 @@ def test_the_figures_are_titled_and_labelled():
     for figure in (failure_classes({"THROTTLING": 6, "UNKNOWN": 1}), group_progress(PROGRESS, at=120)):
         axes = figure.axes[0]
         assert axes.get_title() and axes.get_xlabel() and axes.get_ylabel()
+
+
+def test_a_peek_at_a_message_moto_will_not_release_leaves_it_hidden_for_the_hold_only():
+    """moto refuses any visibility change for a message sent over 12 hours ago; the peek still reads it."""
+    backend = open_backend("moto")
+    try:
+        with experiment_queue(backend, new_prefix("peek"), visibility_timeout=30) as queue:
+            backend.client("sqs").send_message(QueueUrl=queue.url, MessageBody=json.dumps({"n": 1}))
+            backend.clock.sleep(13 * 3600)
+            assert [json.loads(m["Body"]) for m in dlq.peek(backend, queue.url, hold_seconds=60)] == [{"n": 1}]
+            assert dlq.peek(backend, queue.url) == []  # still held: moto would not release it
+            backend.clock.sleep(61)
+            assert len(dlq.peek(backend, queue.url)) == 1
+    finally:
+        backend.close()

@@ -11,7 +11,10 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from ..aws.backends import Backend
+from ..aws.responses import error_code
 from ..errors import EnvelopeError
 from ..events.envelope import Envelope
 
@@ -103,13 +106,39 @@ def delete_batch(backend: Backend, queue_url: str, messages: Sequence[dict[str, 
     return kept
 
 
-def release(backend: Backend, queue_url: str, messages: Sequence[dict[str, Any]]) -> None:
-    """Make ``messages`` (received from ``queue_url``) visible again at once, ten per call; none is deleted."""
+def release(backend: Backend, queue_url: str, messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Make ``messages`` (received from ``queue_url``) visible again at once, ten per call; none is deleted.
+
+    Returns the messages the service would not release: they come back on their own when
+    the visibility timeout of their receive runs out. (moto counts SQS's 12-hour visibility
+    limit from a message's send, not its receive, and refuses any change to a message sent
+    more than 12 hours ago, 0 included; AWS accepts 0.)
+    """
     sqs = backend.client("sqs")
+    held: list[dict[str, Any]] = []
     for start in range(0, len(messages), MAX_RECEIVE_BATCH):
         chunk = messages[start : start + MAX_RECEIVE_BATCH]
-        sqs.change_message_visibility_batch(
-            QueueUrl=queue_url,
-            Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"], "VisibilityTimeout": 0}
-                     for i, m in enumerate(chunk)],
-        )
+        try:
+            response = sqs.change_message_visibility_batch(
+                QueueUrl=queue_url,
+                Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"], "VisibilityTimeout": 0}
+                         for i, m in enumerate(chunk)],
+            )
+        except ClientError as exc:
+            if error_code(exc) != "InvalidParameterValue":
+                raise
+            held += [m for m in chunk if not _release_one(sqs, queue_url, m)]
+            continue
+        held += [chunk[int(failure["Id"])] for failure in response.get("Failed", [])]
+    return held
+
+
+def _release_one(sqs: Any, queue_url: str, message: dict[str, Any]) -> bool:
+    """Make one message visible again; False where the service refuses the change."""
+    try:
+        sqs.change_message_visibility(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0)
+    except ClientError as exc:
+        if error_code(exc) != "InvalidParameterValue":
+            raise
+        return False
+    return True

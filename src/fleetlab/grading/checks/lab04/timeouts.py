@@ -196,7 +196,7 @@ def check_timeouts(answer: Any, case: Profile, ctx: Any) -> CaseOutcome:
     if problem:
         return CaseOutcome(False, problem)
     if case.real:
-        problem = _run_for_real(fresh, timeout, heartbeat, ctx)
+        problem = _real_runs(fresh, timeout, heartbeat, ctx)
         if problem:
             return CaseOutcome(False, problem)
     return CaseOutcome(True, f"TimeoutSeconds {timeout}, HeartbeatSeconds {heartbeat}: healthy steps finish, "
@@ -262,6 +262,25 @@ def _too_slow(measured: list[list[float]], timeout: int, heartbeat: int) -> str:
     return ""
 
 
+REAL_RUN_ATTEMPTS = 3
+_LATE_HEALTHY = "a healthy step failed for real"
+
+
+def _real_runs(fresh: list[list[float]], timeout: int, heartbeat: int, ctx: Any) -> str:
+    """The real run, tried again while its healthy step is failed by a timer the arithmetic says it fits.
+
+    Timers that passed every check above leave the healthy step its margin, so a timer
+    that still fires is the backend answering late (a loaded machine), not the answer.
+    """
+    problem = ""
+    for _ in range(REAL_RUN_ATTEMPTS):
+        problem = _run_for_real(fresh, timeout, heartbeat, ctx)
+        if not problem.startswith(_LATE_HEALTHY):
+            return problem
+    return (f"{problem}, {REAL_RUN_ATTEMPTS} times: the timers leave this step its margin, so the backend answered "
+            "late (a loaded machine?); run the check again")
+
+
 def _run_for_real(fresh: list[list[float]], timeout: int, heartbeat: int, ctx: Any) -> str:
     """A healthy step near the p95, beating between calls, and a worker that dies after its first call."""
     totals = [sum(step) for step in fresh]
@@ -275,7 +294,7 @@ def _run_for_real(fresh: list[list[float]], timeout: int, heartbeat: int, ctx: A
     finally:
         bench.close()
     if runs["healthy"].status != "SUCCEEDED":
-        return (f"on {ctx.backend.name} a healthy {sum(healthy):.2f} s step (calls {healthy}) ended "
+        return (f"{_LATE_HEALTHY} on {ctx.backend.name}: a {sum(healthy):.2f} s step (calls {healthy}) ended "
                 f"{runs['healthy'].status} ({runs['healthy'].error}) under TimeoutSeconds {timeout}, "
                 f"HeartbeatSeconds {heartbeat}")
     if runs["dead"].status == "RUNNING":
