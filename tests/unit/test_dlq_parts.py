@@ -120,13 +120,16 @@ def test_on_fifo_the_first_failure_stops_the_batch_and_the_rest_is_reported_in_o
 
 
 @pytest.fixture(scope="module")
-def store():
-    backend = open_backend("moto")
-    try:
-        with experiment_table(backend, new_prefix("rs")) as table:
-            yield ResponseStore(backend.client("dynamodb"), table, backend.clock, ttl_seconds=3_600)
-    finally:
-        backend.close()
+def backend():
+    opened = open_backend("moto")
+    yield opened
+    opened.close()
+
+
+@pytest.fixture(scope="module")
+def store(backend):
+    with experiment_table(backend, new_prefix("rs")) as table:
+        yield ResponseStore(backend.client("dynamodb"), table, backend.clock, ttl_seconds=3_600)
 
 
 def test_a_graceful_error_is_replaced_by_a_later_result_never_the_other_way(store):
@@ -171,16 +174,12 @@ def test_the_figures_are_titled_and_labelled():
         assert axes.get_title() and axes.get_xlabel() and axes.get_ylabel()
 
 
-def test_a_peek_at_a_message_moto_will_not_release_leaves_it_hidden_for_the_hold_only():
+def test_a_peek_at_a_message_moto_will_not_release_leaves_it_hidden_for_the_hold_only(backend):
     """moto refuses any visibility change for a message sent over 12 hours ago; the peek still reads it."""
-    backend = open_backend("moto")
-    try:
-        with experiment_queue(backend, new_prefix("peek"), visibility_timeout=30) as queue:
-            backend.client("sqs").send_message(QueueUrl=queue.url, MessageBody=json.dumps({"n": 1}))
-            backend.clock.sleep(13 * 3600)
-            assert [json.loads(m["Body"]) for m in dlq.peek(backend, queue.url, hold_seconds=60)] == [{"n": 1}]
-            assert dlq.peek(backend, queue.url) == []  # still held: moto would not release it
-            backend.clock.sleep(61)
-            assert len(dlq.peek(backend, queue.url)) == 1
-    finally:
-        backend.close()
+    with experiment_queue(backend, new_prefix("peek"), visibility_timeout=30) as queue:
+        backend.client("sqs").send_message(QueueUrl=queue.url, MessageBody=json.dumps({"n": 1}))
+        backend.clock.sleep(13 * 3600)
+        assert [json.loads(m["Body"]) for m in dlq.peek(backend, queue.url, hold_seconds=60)] == [{"n": 1}]
+        assert dlq.peek(backend, queue.url) == []  # still held: moto would not release it
+        backend.clock.sleep(61)
+        assert len(dlq.peek(backend, queue.url)) == 1

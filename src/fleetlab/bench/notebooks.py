@@ -103,7 +103,7 @@ def execute_notebook(path: Path, *, env: dict[str, str], timeout: float) -> dict
         "kernel_start_seconds": (cells.first_start - t0) if cells.first_start else None,
         "cells_seconds": sum(cells.seconds.values()),
         "slowest_cells": cells.slowest(nb, 3),
-        "stalled_cells": [] if error else stalled,  # a cell that timed out raised: that is an error, not a stall
+        "stalled_cells": stalled,  # a stall can also make a later cell fail (timers ran out meanwhile): retried alike
         "error": error,
     }
 

@@ -329,12 +329,15 @@ def check_callback(answer: Any, case: Steps, ctx: Any) -> CaseOutcome:
     problem = _signature_problem(answer, 5, CALLBACK_SIGNATURE)
     if problem:
         return CaseOutcome(False, problem)
-    runs, watch = _run_steps(answer, case, ctx)
-    _raise_learner_bug(watch)
-    for step in case.steps:
-        problem = _judge_step(step, runs[step.name], watch)
-        if problem:
-            return CaseOutcome(False, problem)
+    for _ in range(GAP_ATTEMPTS):
+        started = time.monotonic()
+        runs, watch = _run_steps(answer, case, ctx)
+        _raise_learner_bug(watch)
+        problem = next(filter(None, (_judge_step(step, runs[step.name], watch) for step in case.steps)), "")
+        if _GAP not in problem or ctx.remaining() < 2 * (time.monotonic() - started):
+            break
+    if problem:
+        return CaseOutcome(False, problem)
     return CaseOutcome(True, f"{len(case.steps)} steps answered as their tasks expected")
 
 
@@ -382,6 +385,12 @@ def _judge_step(step: Step, run: CallbackRun, watch: _Watch) -> str:
     return _judge_success(step, run, answered[0])
 
 
+GAP_ATTEMPTS = 3
+"""A heartbeat gap is confirmed by running the case again (up to this many runs in all): on a
+loaded machine a right answer's thread can be late once; a wrong one leaves the gap every time."""
+_GAP = "runs under HeartbeatSeconds"
+
+
 def _judge_heartbeat(step: Step, run: CallbackRun, mine: list[Call], started: float | None) -> str:
     gap = _longest_gap(mine, started)
     if gap is None or gap <= MAX_GAP_SHARE * step.heartbeat_seconds:
@@ -389,7 +398,7 @@ def _judge_heartbeat(step: Step, run: CallbackRun, mine: list[Call], started: fl
     beats = sum(c.call == "SendTaskHeartbeat" for c in mine)
     what = "no SendTaskHeartbeat came" if beats == 0 else f"your heartbeats left gaps of up to {gap:.2f} s"
     outcome = f"the timer ran out ({run.error})" if run.status == "FAILED" else "the timer nearly ran out"
-    return (f"the {step.name} ({step.behaviour.seconds:g} s) runs under HeartbeatSeconds {step.heartbeat_seconds}: "
+    return (f"the {step.name} ({step.behaviour.seconds:g} s) {_GAP} {step.heartbeat_seconds}: "
             f"{what}, so {outcome}; beat well inside the window, every third of it")
 
 
