@@ -16,6 +16,7 @@ import pytest
 from rich.console import Console
 
 from fleetlab.aws import localstack_suite as suite
+from fleetlab.cli import build_parser
 from fleetlab.fidelity import FidelityTable, Finding, feature_ids
 
 REPO = Path(__file__).resolve().parents[1]
@@ -71,6 +72,18 @@ def test_every_lab_notebook_joins_the_run() -> None:
     assert [p.name for p in instructor] == [p.name for p in student]
     assert instructor == sorted((REPO / "labs" / "solutions").glob("*.ipynb"))
     assert {p.name[:2] for p in student} >= {"00", "01", "02"}
+
+
+def test_a_run_can_keep_the_notebooks_of_some_labs_only() -> None:
+    kept = suite.lab_notebooks(REPO, "student", ("03", "01"))
+    assert [p.name[:2] for p in kept] == ["01", "03"]
+    assert suite.lab_notebooks(REPO, "student", ()) == suite.lab_notebooks(REPO, "student")
+
+
+def test_the_labs_flag_names_an_unknown_lab(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["localstack", "test", "--labs", "03,42"])
+    assert "--labs: unknown lab '42'; choose from 00, 01, 02, 03, 04" in capsys.readouterr().err
 
 
 def table(backend: str, **diverging: str) -> FidelityTable:

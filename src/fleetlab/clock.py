@@ -27,6 +27,9 @@ Every clock offers:
 * ``excursion()``: a block whose passing of time is taken back afterwards
   (the capability probe jumps days ahead and must leave the clock as it was).
 
+``side_by_side(clock, *experiments)`` runs independent experiments: in turn
+on a virtual clock, at once on a real one, where their waits overlap.
+
 Real-time waits go through an injectable ``monotonic``/``pause`` pair, so a
 test proves a bound without sleeping.
 """
@@ -127,6 +130,20 @@ def wait_until(
         if left <= 0:
             raise Timeout(f"{what}: still not done after {timeout:g} s of real time; it may yet happen")
         pause(min(interval, left))
+
+
+def side_by_side(clock: Clock, *experiments: Callable[[], T], timeout: float = 300.0) -> list[T]:
+    """Run independent ``experiments`` and return their results in order.
+
+    On a virtual clock they run one after another (they cost no real time,
+    and each may race actors of its own); on a real clock they run at once
+    with ``run_together``, so their waits on the services overlap. Each must
+    make its own resources and take no jump (``skip``, a sleep long enough to
+    jump). Raises the first error, or Timeout after ``timeout`` real seconds.
+    """
+    if clock.virtual:
+        return [experiment() for experiment in experiments]
+    return clock.run_together(*experiments, timeout=timeout)
 
 
 def raise_in_thread(thread: threading.Thread, exception: type[BaseException]) -> None:

@@ -8,7 +8,7 @@ from fleetlab import lab
 from fleetlab.grading import Case, CaseOutcome, Status, get_check, register, registry, run_check, runner
 
 from fleetlab.aws.backends import Backend
-from fleetlab.clock import wait_until
+from fleetlab.clock import VirtualClock, wait_until
 from fleetlab.timescale import ScaledClock
 
 from .answers import body_is_ellipsis, divides, not_written, spins, waits_forever
@@ -261,4 +261,56 @@ def test_a_learners_own_endless_wait_on_the_clock_is_named_as_theirs(scaled_back
     result = run_check(get_check("98.forever"), waits_forever)
     assert re.fullmatch(r"timed out: your code was still waiting after 0.5 s \(in waits_forever, line \d+\); "
                         r"look for a wait without a bound", result.diagnosis)
+    wait_until(lambda: case_threads() == [], timeout=1, what="the stopped threads to be gone")
+
+
+# --------------------------------------------------------------------------- cases side by side
+
+
+def meets_the_other_case(started):
+    """A harness whose case passes only when the other case runs at the same time."""
+
+    def harness(answer, case, ctx):
+        ctx.backend  # a side-by-side check asks for the backend: its clock decides
+        started[case.name].set()
+        other = started["b" if case.name == "a" else "a"]
+        met = other.wait(2)
+        return CaseOutcome(met and answer() == 1, "met the other case" if met else "ran alone")
+
+    return harness
+
+
+def side_by_side_check(check_id, started):
+    register(check_id, title="side by side", public=[Case("a")], hidden=[Case("b")], timeout=5,
+             side_by_side=True)(meets_the_other_case(started))
+    return get_check(check_id)
+
+
+def test_on_a_real_clock_a_side_by_side_checks_cases_run_at_once(scaled_backend):
+    started = {"a": threading.Event(), "b": threading.Event()}
+    result = run_check(side_by_side_check("98.together", started), lambda: 1, include_hidden=True)
+    assert [(case.name, case.status, case.diagnosis) for case in result.cases] == [
+        ("a", "pass", "met the other case"), ("b", "pass", "met the other case")]
+
+
+def test_on_a_virtual_clock_a_side_by_side_checks_cases_still_run_in_turn(monkeypatch):
+    def refuse(service, config):
+        raise AssertionError(f"these checks make no {service} calls")
+
+    backend = Backend(name="moto", region="us-east-1", clock=VirtualClock(), make_client=refuse)
+    monkeypatch.setattr(runner, "open_backend", lambda: backend)
+    started = {"a": threading.Event(), "b": threading.Event()}
+    try:
+        result = run_check(side_by_side_check("98.inturn", started), lambda: 1, include_hidden=True)
+    finally:
+        backend.close()
+    assert [(case.name, case.diagnosis) for case in result.cases] == [("a", "ran alone"), ("b", "met the other case")]
+
+
+def test_side_by_side_cases_share_the_checks_time_limit(scaled_backend):
+    register("98.togetherloop", title="loops", public=[Case("a"), Case("b")], timeout=0.5, side_by_side=True)(
+        lambda answer, case, ctx: CaseOutcome(ctx.backend is not None and answer(None) is None))
+    result = run_check(get_check("98.togetherloop"), spins)
+    assert [case.status for case in result.cases] == ["fail", "fail"]
+    assert all(case.diagnosis.startswith("timed out after 0.5 s") for case in result.cases)
     wait_until(lambda: case_threads() == [], timeout=1, what="the stopped threads to be gone")

@@ -4,7 +4,7 @@ import threading
 
 import pytest
 
-from fleetlab.clock import ActorCancelled, RealClock, VirtualClock, wait_until
+from fleetlab.clock import ActorCancelled, RealClock, VirtualClock, side_by_side, wait_until
 from fleetlab.errors import ConfigError, Timeout
 
 
@@ -147,3 +147,47 @@ def test_a_timer_an_actor_leaks_dies_with_it(clock):
     leaked = len(beats)
     clock.run_together(lambda: clock.sleep(100), lambda: clock.sleep(100))
     assert leaked == 2 and len(beats) == leaked
+
+
+def test_side_by_side_on_a_real_clock_runs_experiments_at_once_and_keeps_their_order():
+    first_started, second_started = threading.Event(), threading.Event()
+
+    def first():
+        first_started.set()
+        return "first" if second_started.wait(5) else "alone"  # only true when both run at once
+
+    def second():
+        second_started.set()
+        return "second" if first_started.wait(5) else "alone"
+
+    assert side_by_side(RealClock(), first, second, timeout=10) == ["first", "second"]
+
+
+def test_side_by_side_on_a_virtual_clock_runs_experiments_in_turn(clock):
+    order = []
+
+    def experiment(name):
+        def run():
+            order.append(f"{name} starts")
+            clock.sleep(60)  # free on the virtual clock; another experiment running now would start in between
+            order.append(f"{name} ends")
+            return name
+        return run
+
+    assert side_by_side(clock, experiment("a"), experiment("b")) == ["a", "b"]
+    assert order == ["a starts", "a ends", "b starts", "b ends"]
+
+
+def test_side_by_side_on_a_virtual_clock_lets_an_experiment_race_its_own_actors(clock):
+    def race():
+        return clock.run_together(lambda: 1, lambda: 2)
+
+    assert side_by_side(clock, race, race) == [[1, 2], [1, 2]]
+
+
+def test_side_by_side_on_a_real_clock_raises_an_experiments_error():
+    def broken():
+        raise ValueError("the queue was not there")
+
+    with pytest.raises(ValueError, match="the queue was not there"):
+        side_by_side(RealClock(), lambda: 1, broken, timeout=10)

@@ -104,10 +104,14 @@ def run(
     *,
     parts: Sequence[str] = PARTS,
     limit: float = NOTEBOOK_LIMIT,
+    labs: Sequence[str] = (),
     fidelity_doc: Path | None = None,
     console: Console,
 ) -> SuiteResult:
-    """Start LocalStack, run ``parts`` on it, stop it; print and return what was measured."""
+    """Start LocalStack, run ``parts`` on it, stop it; print and return what was measured.
+
+    ``labs`` (two-digit numbers) keeps the notebooks of those labs only (empty: every lab).
+    """
     result = SuiteResult()
     progress = _progress(console)
     with _terminate_as_exit(), tempfile.TemporaryDirectory(prefix="fleetlab-localstack-") as scratch:
@@ -124,7 +128,7 @@ def run(
                     result.contract = run_contract_suite(repo, shared, progress)
                 for kind in ("instructor", "student"):
                     if kind in parts:
-                        for path in lab_notebooks(repo, kind):
+                        for path in lab_notebooks(repo, kind, labs):
                             progress(f"running {path.relative_to(repo)} (at most {limit:g} s)")
                             result.notebooks.append(run_notebook(path, kind, shared, limit))
         finally:
@@ -189,10 +193,10 @@ def run_contract_suite(repo: Path, shared: Path, progress: localstack_host.Repor
 # --------------------------------------------------------------------------- notebooks
 
 
-def lab_notebooks(repo: Path, kind: str) -> list[Path]:
-    """The instructor (``labs/solutions``) or student (``labs``) notebooks, in lab order."""
+def lab_notebooks(repo: Path, kind: str, labs: Sequence[str] = ()) -> list[Path]:
+    """The instructor (``labs/solutions``) or student (``labs``) notebooks, in lab order; only ``labs`` if given."""
     folder = repo / "labs" / ("solutions" if kind == "instructor" else "")
-    return sorted(folder.glob("[0-9][0-9]_*.ipynb"))
+    return sorted(path for path in folder.glob("[0-9][0-9]_*.ipynb") if not labs or path.name[:2] in labs)
 
 
 def run_notebook(path: Path, kind: str, shared: Path, limit: float) -> NotebookRun:

@@ -40,6 +40,10 @@ def add_command(subparsers: Any) -> None:
     parts = localstack_suite.PARTS
     test.add_argument("--only", type=choice_list(parts, "part"), default=parts, metavar="PART[,PART]",
                       help=f"parts to run, from {', '.join(parts)} (default all)")
+    labs = tuple(path.name[:2] for path in localstack_suite.lab_notebooks(localstack_host.default_home().root.parent,
+                                                                          "instructor"))
+    test.add_argument("--labs", type=choice_list(labs, "lab"), default=(), metavar="NN[,NN]",
+                      help=f"run the notebooks of these labs only, from {', '.join(labs)} (default every lab)")
     test.add_argument("--limit", type=positive_int, default=int(localstack_suite.NOTEBOOK_LIMIT),
                       help=f"seconds each notebook may run (default {localstack_suite.NOTEBOOK_LIMIT:g})")
     test.add_argument("--fidelity", action="store_true",
@@ -83,7 +87,8 @@ def run_status(args: argparse.Namespace, console: Console) -> int:
 def run_test(args: argparse.Namespace, console: Console) -> int:
     repo = localstack_host.default_home().root.parent
     doc = repo / "docs" / "fidelity.md" if args.fidelity else None
-    result = localstack_suite.run(repo, parts=args.only, limit=args.limit, fidelity_doc=doc, console=console)
+    result = localstack_suite.run(repo, parts=args.only, limit=args.limit, labs=args.labs,
+                                      fidelity_doc=doc, console=console)
     return 0 if result.passed else 1
 
 

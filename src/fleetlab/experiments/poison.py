@@ -9,6 +9,7 @@ of a batch came back, and how far each FIFO message group got.
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 from collections.abc import Callable, Iterable
@@ -18,6 +19,7 @@ from typing import Any
 from ..agents.model import FakeModel, LatencyProfile
 from ..aws.backends import Backend
 from ..aws.topology import AgentClass, Topology, TopologySpec, WorkQueue, experiment_queue
+from ..clock import side_by_side
 from ..errors import InvalidInput, ModelError
 from ..events.envelope import Envelope
 from ..faults import Crash, CrashPoint, FaultPlan
@@ -120,6 +122,15 @@ def outage_budget(
         worker = QueueWorker(backend, queue.url, step, name="worker", ledger=ledger)
         _drain(backend, queue, worker, settled=lambda: len(ledger.effects()) + messages.depth(backend, queue.dlq_url) >= steps)
         return BudgetRun(max_receive_count, len(ledger.effects()), messages.depth(backend, queue.dlq_url), ledger)
+
+
+def outage_budgets(backend: Backend, prefix: str, *, max_receive_counts: Iterable[int],
+                   outage_seconds: float) -> list[BudgetRun]:
+    """``outage_budget`` once per maxReceiveCount, each on its own queue, side by side (``clock.side_by_side``)."""
+    return side_by_side(backend.clock, *(
+        functools.partial(outage_budget, backend, f"{prefix}m{count}-", max_receive_count=count,
+                          outage_seconds=outage_seconds)
+        for count in max_receive_counts))
 
 
 def _drain(backend: Backend, queue: WorkQueue, worker: QueueWorker, *, settled: Callable[[], bool],
@@ -300,6 +311,16 @@ def batch_of_ten(
             backend.clock.sleep(POLL_SECONDS if not outcome.received else visibility_timeout + 1)
         run.parked = messages.held(backend, queue.dlq_url)
     return run
+
+
+def batches_of_ten(backend: Backend, prefix: str, *, responses: Iterable[str], failing: dict[str, int],
+                   fifo: bool = False) -> dict[str, BatchRun]:
+    """``batch_of_ten`` once per handler in ``responses``, each on its own queue, side by side; keyed by handler."""
+    responses = list(responses)
+    runs = side_by_side(backend.clock, *(
+        functools.partial(batch_of_ten, backend, f"{prefix}{n}-", failing=failing, response=response, fifo=fifo)
+        for n, response in enumerate(responses)))
+    return dict(zip(responses, runs))
 
 
 def _step_of(record: dict[str, Any]) -> str:

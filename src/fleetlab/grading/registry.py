@@ -77,7 +77,13 @@ Harness = Callable[[Any, Case, Any], CaseOutcome]
 
 @dataclass(frozen=True)
 class Check:
-    """One graded exercise. ``timeout`` bounds all of its cases together, in seconds."""
+    """One graded exercise. ``timeout`` bounds all of its cases together, in seconds.
+
+    ``side_by_side``: the cases share nothing (each makes its own resources)
+    and none jumps the clock, so on a real clock they run at the same time
+    and their waits on the backend overlap; on a virtual clock they always
+    run one after another.
+    """
 
     id: str
     title: str
@@ -91,6 +97,7 @@ class Check:
     timeout: float = DEFAULT_TIMEOUT
     all_or_nothing: str = ""
     function: str = ""
+    side_by_side: bool = False
 
     @property
     def lab(self) -> str:
@@ -133,11 +140,13 @@ def register(
     timeout: float = DEFAULT_TIMEOUT,
     all_or_nothing: str = "",
     function: str = "",
+    side_by_side: bool = False,
 ) -> Callable[[Harness], Harness]:
     """Decorator: register the decorated harness as check ``check_id``.
 
     ``function`` names the function the exercise asks for: an answer that is
-    not callable is then refused before any case runs.
+    not callable is then refused before any case runs. ``side_by_side``:
+    see ``Check``.
 
     Registering the same id again replaces the check (a re-run notebook cell
     or a reloaded module). Raises InvalidInput for a malformed id, no public
@@ -164,6 +173,7 @@ def register(
             timeout=timeout,
             all_or_nothing=all_or_nothing,
             function=function,
+            side_by_side=side_by_side,
         )
         return harness
 

@@ -6,7 +6,8 @@ case: CheckAbandoned is raised inside the case thread at its next Python
 instruction, and the backend's clock cancels any ``run_together`` actors the
 case started (a learner's CPU-bound loop inside a race included), so the
 next case or check finds no thread and no group left behind. Cases after a
-timeout are skipped.
+timeout are skipped. On a real clock the cases of a ``side_by_side`` check
+all start at once, so their waits on the backend overlap.
 
 A check's ``timeout`` is measured on the code, not on the backend's waits
 (``Budget``): on a real clock the time during which all of a case's threads
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import random
 import threading
+from concurrent.futures import ThreadPoolExecutor
 import time
 import traceback
 import zlib
@@ -87,6 +89,10 @@ class CheckBackend:
                 self._opened_here = running is None
             self._backend.clock.meter = self._meter
             return self._backend
+
+    def real_clock(self) -> bool:
+        """True when the backend's clock is real (LocalStack, AWS); opens the backend."""
+        return not self.get().clock.virtual
 
     @property
     def name(self) -> str:
@@ -199,17 +205,37 @@ def run_check(
             return run_check(check, answer, include_hidden=include_hidden, backends=own)
     budget = Budget(check.timeout, WAIT_CAP)
     backends.meter(budget.meter)
-    results: list[CaseResult] = []
+    runs = [(case, hidden, CheckContext(check.id, _seed(check.id, case), budget, backends))
+            for case, hidden in check.cases(include_hidden=include_hidden)]
     try:
-        for case, hidden in check.cases(include_hidden=include_hidden):
-            if budget.remaining() <= 0:
-                results.append(CaseResult(case.name, Status.SKIPPED, "not run: the check ran out of time", hidden))
-                continue
-            context = CheckContext(check.id, _seed(check.id, case), budget, backends)
-            results.append(_run_case(check, answer, case, context, hidden))
+        if check.side_by_side and backends.real_clock():
+            results = _run_side_by_side(check, answer, runs)
+        else:
+            results = _run_in_turn(check, answer, runs)
     finally:
         backends.meter(None)
     return conclude(check, results, graded=include_hidden)
+
+
+_Run = tuple[Case, bool, "CheckContext"]
+
+
+def _run_in_turn(check: Check, answer: Any, runs: list[_Run]) -> list[CaseResult]:
+    """One case after another; once the budget has run out, the rest are skipped."""
+    results = []
+    for case, hidden, context in runs:
+        if context.budget.remaining() <= 0:
+            results.append(CaseResult(case.name, Status.SKIPPED, "not run: the check ran out of time", hidden))
+            continue
+        results.append(_run_case(check, answer, case, context, hidden))
+    return results
+
+
+def _run_side_by_side(check: Check, answer: Any, runs: list[_Run]) -> list[CaseResult]:
+    """Every case at once, each under the shared budget; the results in case order."""
+    with ThreadPoolExecutor(max_workers=len(runs), thread_name_prefix="fleetlab-cases") as pool:
+        started = [pool.submit(_run_case, check, answer, case, context, hidden) for case, hidden, context in runs]
+        return [result.result() for result in started]
 
 
 def _run_case(check: Check, answer: Any, case: Case, context: CheckContext, hidden: bool) -> CaseResult:

@@ -185,6 +185,7 @@ BATCH_WRONG = (
     right_answers=BATCH_RIGHT,
     wrong_answers=BATCH_WRONG,
     timeout=40,
+    side_by_side=True,
 )
 def check_batch(answer: Any, case: Batch, ctx: Any) -> CaseOutcome:
     """Run the learner's response builder inside the ESM on a real queue until it is empty; judge each invocation."""

@@ -123,6 +123,7 @@ BUDGET_WRONG = (
     right_answers=BUDGET_RIGHT,
     wrong_answers=BUDGET_WRONG,
     timeout=30,
+    side_by_side=True,
 )
 def check_budget(answer: Any, case: Facts, ctx: Any) -> CaseOutcome:
     """Read the two numbers; run the outage and the poison through a real queue; judge the retention by SQS's rule."""

@@ -206,6 +206,7 @@ REDRIVE_WRONG = (
     right_answers=REDRIVE_RIGHT,
     wrong_answers=REDRIVE_WRONG,
     timeout=40,
+    side_by_side=True,
 )
 def check_redrive(answer: Any, case: Parked, ctx: Any) -> CaseOutcome:
     """Park the steps, run the learner's redrive against recorded calls and a real process(), judge the story."""

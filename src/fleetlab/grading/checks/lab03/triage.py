@@ -212,6 +212,7 @@ TRIAGE_WRONG = (
     right_answers=TRIAGE_RIGHT,
     wrong_answers=TRIAGE_WRONG,
     timeout=30,
+    side_by_side=True,
 )
 def check_triage(answer: Any, case: Backlog, ctx: Any) -> CaseOutcome:
     """Park the backlog, run the learner's triage through a recording client, judge the counts and the DLQ after."""
