@@ -1,0 +1,92 @@
+"""The library's layout: the README's module map matches the tree, and no module-level import cycle."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGE = REPO / "src" / "fleetlab"
+
+
+def module_map() -> dict[str, str]:
+    """The README's layout table: first cell (names in backticks) -> second cell."""
+    section = REPO.joinpath("README.md").read_text().split("### The library's layout", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[1:3] for line in section.splitlines() if line.startswith("| `")]
+    return {name: what for names, what in rows for name in re.findall(r"`([^`]+)`", names)}
+
+
+def modules_of(folder: Path) -> set[str]:
+    return {p.stem for p in folder.glob("*.py") if p.stem not in ("__init__", "__main__")}
+
+
+def test_every_top_level_module_and_package_is_in_the_module_map():
+    listed = set(module_map())
+    on_disk = {p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__"}
+    on_disk |= {f"{p.name}/" for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert on_disk - listed == set(), "in the tree, missing from the README's module map"
+    assert listed - on_disk == set(), "in the README's module map, missing from the tree"
+
+
+def test_a_package_whose_row_names_its_modules_names_each_one_that_exists():
+    for name, what in module_map().items():
+        if not name.endswith("/"):
+            continue
+        named = set(re.findall(r"`([a-z_]+)`(?= \(|,|:)", what))
+        on_disk = modules_of(PACKAGE / name)
+        if named & on_disk:  # the row names its modules
+            assert named - on_disk == set(), f"{name}: named in the README, missing from the tree"
+            assert on_disk - named == set(), f"{name}: in the tree, not named in the README"
+
+
+def module_level_imports(path: Path, name: str) -> set[str]:
+    """fleetlab modules imported when ``name`` is imported (not inside functions or TYPE_CHECKING)."""
+    tree = ast.parse(path.read_text())
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    found: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            continue
+        for sub in ast.walk(node) if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else ():
+            if isinstance(sub, ast.Import):
+                found |= {a.name for a in sub.names if a.name.startswith("fleetlab")}
+            elif isinstance(sub, ast.ImportFrom):
+                base = sub.module or ""
+                if sub.level:
+                    parts = package.split(".")
+                    base = ".".join(parts[: len(parts) - sub.level + 1] + ([base] if base else []))
+                if base.startswith("fleetlab"):
+                    found.add(base)
+                    found |= {f"{base}.{a.name}" for a in sub.names}
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    names = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        names[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return {name: module_level_imports(path, name) & names.keys() - {name} for name, path in names.items()}
+
+
+def test_no_module_level_import_cycle():
+    graph = import_graph()
+    for name in graph:  # a module's package __init__ runs first: an edge from package to module is not a cycle
+        graph[name] = {d for d in graph[name] if not name.startswith(d + ".")}
+    state: dict[str, int] = {}
+    cycles: list[list[str]] = []
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                cycles.append(path[path.index(nxt):] + [nxt])
+            elif nxt not in state:
+                visit(nxt, path + [nxt])
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
+    assert cycles == []
