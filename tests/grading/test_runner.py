@@ -303,7 +303,7 @@ def test_on_a_virtual_clock_a_side_by_side_checks_cases_still_run_in_turn(monkey
     try:
         result = run_check(side_by_side_check("98.inturn", started), lambda: 1, include_hidden=True)
     finally:
-        backend.close()
+        backend.clock.close()  # the clock was made here, not by open_backend: the backend does not own it
     assert [(case.name, case.diagnosis) for case in result.cases] == [("a", "ran alone"), ("b", "met the other case")]
 
 
