@@ -40,7 +40,6 @@ import contextlib
 import ctypes
 import heapq
 import itertools
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -161,9 +160,12 @@ def running(thread: threading.Thread) -> bool:
 
     Not ``thread.is_alive()`` alone: an exception raised into a thread while
     it waits in ``join`` can leave CPython marking the *joined* thread stopped
-    while it still runs (``_wait_for_tstate_lock``); its frame says otherwise.
+    while it still runs (``_wait_for_tstate_lock``); threading's table of
+    running threads still lists it. Never its ident alone: an ended thread's
+    ident is soon another thread's (a backend's own worker), which a stop
+    must not reach.
     """
-    return thread.is_alive() or (thread.ident is not None and thread.ident in sys._current_frames())
+    return thread.is_alive() or any(other is thread for other in threading.enumerate())
 
 
 def _wait_for(thread: threading.Thread, seconds: float) -> None:

@@ -1,10 +1,11 @@
 """The clock's real-time waits, cancellation of actors, and excursions: no backend needed."""
 
 import threading
+import time
 
 import pytest
 
-from fleetlab.clock import ActorCancelled, RealClock, VirtualClock, side_by_side, wait_until
+from fleetlab.clock import ActorCancelled, RealClock, VirtualClock, running, side_by_side, stop_threads, wait_until
 from fleetlab.errors import ConfigError, Timeout
 
 
@@ -191,3 +192,27 @@ def test_side_by_side_on_a_real_clock_raises_an_experiments_error():
 
     with pytest.raises(ValueError, match="the queue was not there"):
         side_by_side(RealClock(), lambda: 1, broken, timeout=10)
+
+
+def test_a_stop_never_reaches_the_thread_that_took_an_ended_threads_ident():
+    ended = threading.Thread(target=lambda: None)
+    ended.start()
+    ended.join()
+    release, stopped = threading.Event(), []
+
+    def a_backends_own_worker():
+        try:
+            release.wait(5)
+        except ActorCancelled:
+            stopped.append(True)
+
+    other = threading.Thread(target=a_backends_own_worker)
+    other.start()
+    try:
+        assert other.ident == ended.ident  # Linux hands an ended thread's ident to the next one
+        assert not running(ended)
+        assert stop_threads([ended], grace=0.2, monotonic=time.monotonic) == 0
+    finally:
+        release.set()
+        other.join()
+    assert stopped == []
