@@ -1,4 +1,4 @@
-"""The library's layout: the README's module map matches the tree, and no module-level import cycle."""
+"""The library's layout: the README's module map matches the tree, and no import cycle (not even a deferred one)."""
 
 from __future__ import annotations
 
@@ -40,25 +40,21 @@ def test_a_package_whose_row_names_its_modules_names_each_one_that_exists():
             assert on_disk - named == set(), f"{name}: in the tree, not named in the README"
 
 
-def module_level_imports(path: Path, name: str) -> set[str]:
-    """fleetlab modules imported when ``name`` is imported (not inside functions or TYPE_CHECKING)."""
-    tree = ast.parse(path.read_text())
+def fleetlab_imports(path: Path, name: str) -> set[str]:
+    """Every fleetlab module ``name`` imports anywhere: at module level, under TYPE_CHECKING, inside functions."""
     package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
     found: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            continue
-        for sub in ast.walk(node) if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else ():
-            if isinstance(sub, ast.Import):
-                found |= {a.name for a in sub.names if a.name.startswith("fleetlab")}
-            elif isinstance(sub, ast.ImportFrom):
-                base = sub.module or ""
-                if sub.level:
-                    parts = package.split(".")
-                    base = ".".join(parts[: len(parts) - sub.level + 1] + ([base] if base else []))
-                if base.startswith("fleetlab"):
-                    found.add(base)
-                    found |= {f"{base}.{a.name}" for a in sub.names}
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names if alias.name.startswith("fleetlab")}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
+            if base.startswith("fleetlab"):
+                found.add(base)
+                found |= {f"{base}.{alias.name}" for alias in node.names}
     return found
 
 
@@ -67,10 +63,10 @@ def import_graph() -> dict[str, set[str]]:
     for path in PACKAGE.rglob("*.py"):
         parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
         names[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
-    return {name: module_level_imports(path, name) & names.keys() - {name} for name, path in names.items()}
+    return {name: fleetlab_imports(path, name) & names.keys() - {name} for name, path in names.items()}
 
 
-def test_no_module_level_import_cycle():
+def test_no_import_cycle():
     graph = import_graph()
     for name in graph:  # a module's package __init__ runs first: an edge from package to module is not a cycle
         graph[name] = {d for d in graph[name] if not name.startswith(d + ".")}

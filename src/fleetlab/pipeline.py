@@ -30,7 +30,8 @@ from .faults import FaultPlan
 from .ledger import EffectsLedger
 from .sqs import dlq, messages
 from .sqs.lastattempt import LastAttempt
-from .sqs.worker import Delivery, HandleOutcome, Outcome, QueueWorker
+from .sqs.delivery import Delivery
+from .sqs.worker import HandleOutcome, Outcome, QueueWorker
 from .state.claimcheck import ClaimCheck
 from .state.idempotency import Claim, Completed, IdempotencyStore
 from .state.responses import ResponseStore

@@ -18,7 +18,8 @@ from ..aws.topology import WorkQueue
 from ..events.envelope import Envelope
 from ..ledger import EffectsLedger
 from ..sqs import messages
-from ..sqs.worker import Delivery, HandleOutcome, Outcome, QueueWorker
+from ..sqs.delivery import Delivery
+from ..sqs.worker import HandleOutcome, Outcome, QueueWorker
 from ..tracing import Tracer
 
 

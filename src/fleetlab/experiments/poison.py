@@ -29,7 +29,8 @@ from ..pipeline import Fleet, RunReport
 from ..sqs import dlq, messages
 from ..sqs.esm import BatchContext, BatchPoller, partial_batch_response
 from ..sqs.redrive import Drained
-from ..sqs.worker import Delivery, Outcome, QueueWorker
+from ..sqs.delivery import Delivery
+from ..sqs.worker import Outcome, QueueWorker
 from ..state.responses import ResponseStore
 from ..tracing import Tracer
 

@@ -31,7 +31,8 @@ from ..events import replay as replays
 from ..events.envelope import COMPLETED, SOURCE, Envelope, batches
 from ..ledger import EffectsLedger
 from ..notebook.tables import Table
-from ..sqs.worker import Delivery, QueueWorker
+from ..sqs.delivery import Delivery
+from ..sqs.worker import QueueWorker
 from ..state.idempotency import Claim, IdempotencyStore
 
 DAY = 86_400

@@ -38,7 +38,8 @@ from ..clock import library_clock
 from ..errors import FleetlabError, InvalidInput
 from ..events.envelope import Envelope
 from ..ledger import EffectsLedger
-from ..sqs.worker import Delivery, HandleOutcome, QueueWorker
+from ..sqs.delivery import Delivery
+from ..sqs.worker import HandleOutcome, QueueWorker
 from .autoscaler import Autoscaler, Decision, HpaStep
 from .hpa import HpaSettings
 from .manifest import ScaledObject

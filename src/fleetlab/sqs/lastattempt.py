@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Any
 
 from ..aws.backends import Backend
 from ..errors import InvalidInput
+from .delivery import Delivery
 from .dlq import DeadLetterTarget, Diagnosis, dead_letter
 
 if TYPE_CHECKING:
     from ..state.responses import ResponseStore
-    from .worker import Delivery
 
 
 @dataclass(frozen=True)

@@ -14,17 +14,17 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..aws.backends import Backend
-from ..errors import AlreadyInProgress, EnvelopeError, InvalidInput, LeaseLost, WorkerCrashed
-from ..events.envelope import Envelope
+from ..errors import AlreadyInProgress, InvalidInput, LeaseLost, WorkerCrashed
 from ..faults import CrashPoint, FaultPlan
 from ..ledger import Effect, EffectsLedger
 from ..status import Status
 from ..tracing import Tracer
 from . import messages
+from .delivery import Delivery
 from .lastattempt import LastAttempt
 from .messages import parse_body
 
@@ -42,37 +42,6 @@ class Outcome(Status):
     """The handler raised; the message comes back, and is dead-lettered after maxReceiveCount."""
     PARKED = "parked"
     """The last attempt failed (or never reported): the worker answered the caller, parked it, and deleted it."""
-
-
-@dataclass
-class Delivery:
-    """One received message, as a handler sees it."""
-
-    message_id: str
-    receipt_handle: str
-    body: Any
-    receive_count: int
-    queue_url: str
-    worker: str
-    envelope: Envelope | None = None
-    envelope_error: EnvelopeError | None = None
-    _effect: Callable[[Delivery, str, str | None], Effect] | None = field(default=None, repr=False)
-    _heartbeat_hooks: list[Callable[[], None]] = field(default_factory=list, repr=False)
-
-    @property
-    def trace_id(self) -> str:
-        """The work's trace id, or the message id for a body that is not an envelope."""
-        return self.envelope.trace_id if self.envelope else self.message_id
-
-    def record_effect(self, kind: str = "effect", key: str | None = None) -> Effect:
-        """Perform the step's side effect (counted in the ledger), after the BEFORE_EFFECT crash point."""
-        if self._effect is None:
-            raise InvalidInput("delivery", "this delivery has no effects ledger attached")
-        return self._effect(self, kind, key)
-
-    def on_heartbeat(self, hook: Callable[[], None]) -> None:
-        """Run ``hook`` on every heartbeat while this message is handled (e.g. renew a lease)."""
-        self._heartbeat_hooks.append(hook)
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,8 @@ from ....errors import InvalidInput, ModelError
 from ....experiments.poison import send_steps
 from ....ledger import EffectsLedger
 from ....sqs import messages
-from ....sqs.worker import Delivery, QueueWorker
+from ....sqs.delivery import Delivery
+from ....sqs.worker import QueueWorker
 from ...registry import Case, CaseOutcome, RightAnswer, WrongAnswer, register
 from ...values import duration, seconds
 

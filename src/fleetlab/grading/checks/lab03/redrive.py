@@ -23,7 +23,7 @@ from ....experiments.poison import drain, step_body
 from ....ledger import EffectsLedger
 from ....sqs import dlq, messages
 from ....sqs.redrive import Drained
-from ....sqs.worker import Delivery
+from ....sqs.delivery import Delivery
 from ...calls import CallLog
 from ...registry import Case, CaseOutcome, RightAnswer, WrongAnswer, register
 
