@@ -9,7 +9,7 @@ from fleetlab.grading.checks.lab02 import consumer
 from fleetlab.grading.results import Status
 
 
-@pytest.mark.parametrize("check_id", ["00.planes", "02.window"])
+@pytest.mark.parametrize("check_id", ["00.planes", "02.window", "05.max_replicas", "05.bill"])
 def test_pure_checks_never_open_or_wait_on_a_backend(check_id, monkeypatch):
     monkeypatch.setattr(runner, "open_backend", lambda: pytest.fail(f"{check_id} opened a backend"))
     check = get_check(check_id)

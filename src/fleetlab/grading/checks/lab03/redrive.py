@@ -42,28 +42,14 @@ class Parked(Case):
 
 def reference_canary_redrive(sqs: Any, dlq_url: str, queue_url: str, canary_size: int, process: Any) -> None:
     """Move the canary with the move loop, process it, and move the rest only when none failed again."""
-
-    def move(limit: int | None) -> int:
-        moved = 0
-        while limit is None or moved < limit:
-            wanted = 10 if limit is None else min(10, limit - moved)
-            batch = sqs.receive_message(QueueUrl=dlq_url, MaxNumberOfMessages=wanted, VisibilityTimeout=60,
-                                        MessageAttributeNames=["All"]).get("Messages", [])
-            if not batch:
-                break
-            for message in batch:
-                sqs.send_message(QueueUrl=queue_url, MessageBody=message["Body"])
-                sqs.delete_message(QueueUrl=dlq_url, ReceiptHandle=message["ReceiptHandle"])
-            moved += len(batch)
-        return moved
-
-    move(canary_size)
+    _moves(sqs, dlq_url, queue_url, canary_size)
     if process().failed == 0:
-        move(None)
+        _moves(sqs, dlq_url, queue_url, None)
 
 
 def _moves(sqs: Any, dlq_url: str, queue_url: str, limit: int | None, *, per_receive: int = 10,
            delete: bool = True, send: bool = True, keep_attributes: bool = False) -> int:
+    """The move loop: receive up to ``limit`` (None: all) from the DLQ, send each to the queue, delete it."""
     moved = 0
     while limit is None or moved < limit:
         wanted = per_receive if limit is None else min(per_receive, limit - moved)
