@@ -35,7 +35,10 @@ from ..state.responses import ResponseStore
 from ..tracing import Tracer
 
 POLL_SECONDS = 10
-"""How often the experiments' workers poll an empty queue, in seconds of the backend's clock."""
+"""How often the experiments' workers poll an empty queue, in seconds of the backend's clock. Their
+experiments send every step straight to the queue, so they receive without a long poll: the poll
+interval paces them, where a long poll would be at least a whole second of service time (a minute
+of lab time at x60), and a message requeued late is found at the next poll."""
 
 LAB_SPEC = TopologySpec(agent_classes=(AgentClass("researcher", step_p95_seconds=40),
                                        AgentClass("coder", step_p95_seconds=40)))
@@ -140,7 +143,7 @@ def _drain(backend: Backend, queue: WorkQueue, worker: QueueWorker, *, settled: 
     horizon = backend.clock.now() + (queue.max_receive_count + 2) * (queue.visibility_timeout + poll)
     outcomes: list[Any] = []
     while not settled() and backend.clock.now() < horizon:
-        found = worker.poll_once(max_messages=messages.MAX_RECEIVE_BATCH)
+        found = worker.poll_once(max_messages=messages.MAX_RECEIVE_BATCH, wait_seconds=0)
         outcomes += found
         if not found:
             backend.clock.sleep(poll)
@@ -418,7 +421,7 @@ def head_of_line(
         def work(worker: QueueWorker) -> None:
             horizon = start + total * step_seconds + (max_receive_count + 2) * (visibility_timeout + POLL_SECONDS)
             while not settled() and backend.clock.now() < horizon:
-                found = worker.poll_once()
+                found = worker.poll_once(wait_seconds=0)
                 if not parked and messages.depth(backend, queue.dlq_url):
                     parked.append(backend.clock.now() - start)
                 if not found:

@@ -19,7 +19,12 @@ backend's clock too (free, and SQS's timers follow it). On a real clock
 (LocalStack, AWS) the loop runs as fast as its calls, and waits for the
 service only where the service keeps the time: when messages a killed pod
 abandoned are due back (their visibility timeout runs on the service's
-clock, so the wait is real; keep such timeouts short there).
+clock, so the wait is real; keep such timeouts short there). Replicas
+receive without a long poll (the loop sends its documents itself, so none
+arrive late, and a long poll is at least a whole second of service time,
+many ticks at a scaled clock); only the first receive after abandoned
+messages were due long-polls, as a backend may requeue them late (the
+fidelity table's ``sqs.redelivery_delay``).
 
 Scale-down either drains (the replica stops receiving and goes once its
 steps are done) or kills (its steps are abandoned undeleted, so SQS hands
@@ -47,9 +52,6 @@ from .scaler import ATTRIBUTE_NAMES, QueueAttributes
 from .simulator import SCALE_DOWN_MODES, Sample
 
 SEND_BATCH = 10  # SendMessageBatch entries
-RETURN_MARGIN = 2.0
-"""Seconds past an abandoned message's visibility timeout a real-clock loop waits before it looks for it:
-a backend may make expired messages visible on a sweep (the fidelity table's ``sqs.redelivery_delay``)."""
 
 
 def read_queue(sqs: Any, queue_url: str) -> QueueAttributes:
@@ -180,6 +182,7 @@ class _Loop:
         self.t0 = self.now = self.loop_clock.now()  # ``now``: the current tick's time, on the loop's clock
         self.reading: QueueAttributes | None = None
         self.returning: list[tuple[float, float]] = []  # abandoned messages due back: (loop time, clock time)
+        self.returns_due = False  # abandoned messages are due back: the next receive long-polls for them
         self.visibility = self._check_visibility()
         for _ in range(self.replicas):
             self._add_replica(self.t0)
@@ -215,7 +218,8 @@ class _Loop:
             due = [on_clock for in_loop, on_clock in self.returning if in_loop <= tick_at]
             self.returning = [(in_loop, on_clock) for in_loop, on_clock in self.returning if in_loop > tick_at]
             if due:
-                self.clock.sleep(max(max(due) + RETURN_MARGIN - self.clock.now(), 0.0))
+                self.clock.sleep(max(max(due) - self.clock.now(), 0.0))
+                self.returns_due = True
         self.loop_clock.sleep(max(tick_at - self.loop_clock.now(), 0.0))
 
     # --- the queue ------------------------------------------------------------------
@@ -305,7 +309,9 @@ class _Loop:
             free = self.concurrency - len(replica.jobs)
             if replica.draining or replica.ready_at > now or free <= 0:
                 continue
-            messages = replica.worker.receive(free)
+            # None: the backend's long poll, for messages due back that the service may requeue late.
+            messages = replica.worker.receive(free, wait_seconds=None if self.returns_due else 0)
+            self.returns_due = False
             if not messages:
                 return
             received = self.clock.now()
