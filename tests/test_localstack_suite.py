@@ -148,8 +148,22 @@ def test_the_report_has_one_table_per_lab_and_says_why_a_notebook_stopped(tmp_pa
     assert text.count("declared divergences this lab reads: none") == 1  # lab 00's rows all match here
     assert "sqs.redelivery_delay: differs from AWS here: late by 1.0 s" in text  # lab 01 declares it
     assert "clock on LocalStack: real, scaled x60: a lab minute passes in one real second" in text
-    assert "notebooks: 2 passed, 1 failed" in text
+    assert "notebooks: 2 passed, 1 failed; 1 over the 120 s goal" in text
     assert not result.passed
+
+
+def test_a_notebook_over_the_goal_passes_and_is_named_in_the_report() -> None:
+    runs = [suite.NotebookRun(REPO / "labs/solutions/03_poison_and_dlq.ipynb", "instructor", suite.PASSED, 131.0),
+            suite.NotebookRun(REPO / "labs/03_poison_and_dlq.ipynb", "student", suite.PASSED, 119.0)]
+    result = suite.SuiteResult(notebooks=runs, goal=120)
+    console = Console(record=True, width=200)
+
+    suite.print_report(result, console)
+
+    text = console.export_text()
+    assert result.passed and result.over_goal() == runs[:1]
+    assert "131 s (over the 120 s goal)" in text and "119 s (over" not in text
+    assert "notebooks: 2 passed, 0 failed; 1 over the 120 s goal\n  03_poison_and_dlq.ipynb (instructor): 131 s" in text
 
 
 def test_a_terminate_signal_unwinds_the_run_so_localstack_is_stopped() -> None:

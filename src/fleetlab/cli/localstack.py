@@ -44,8 +44,12 @@ def add_command(subparsers: Any) -> None:
                                                                           "instructor"))
     test.add_argument("--labs", type=choice_list(labs, "lab"), default=(), metavar="NN[,NN]",
                       help=f"run the notebooks of these labs only, from {', '.join(labs)} (default every lab)")
+    test.add_argument("--goal", type=positive_int, default=int(localstack_suite.NOTEBOOK_GOAL),
+                      help=f"seconds each notebook should take: reported, never a failure "
+                           f"(default {localstack_suite.NOTEBOOK_GOAL:g})")
     test.add_argument("--limit", type=positive_int, default=int(localstack_suite.NOTEBOOK_LIMIT),
-                      help=f"seconds each notebook may run (default {localstack_suite.NOTEBOOK_LIMIT:g})")
+                      help=f"seconds after which a notebook is taken to hang and fails "
+                           f"(default {localstack_suite.NOTEBOOK_LIMIT:g})")
     test.add_argument("--fidelity", action="store_true",
                       help="also rewrite docs/fidelity.md with the moto, moto-server and LocalStack columns")
     test.set_defaults(run=run_test)
@@ -87,8 +91,8 @@ def run_status(args: argparse.Namespace, console: Console) -> int:
 def run_test(args: argparse.Namespace, console: Console) -> int:
     repo = localstack_host.default_home().root.parent
     doc = repo / "docs" / "fidelity.md" if args.fidelity else None
-    result = localstack_suite.run(repo, parts=args.only, limit=args.limit, labs=args.labs,
-                                      fidelity_doc=doc, console=console)
+    result = localstack_suite.run(repo, parts=args.only, limit=args.limit, goal=args.goal, labs=args.labs,
+                                  fidelity_doc=doc, console=console)
     return 0 if result.passed else 1
 
 
