@@ -149,24 +149,16 @@ def test_notebooks_are_timed_and_a_failing_one_is_reported(tmp_path):
     assert result["rows"][1]["met"] is False  # a notebook that raises never meets its goal
 
 
-def test_a_stalled_notebook_run_is_retried_and_named(tmp_path, monkeypatch):
-    notebook = tmp_path / "03_poison.ipynb"
-    notebook.write_text("{}")
-    homes = []
-
-    def fake_execute(path, *, env, timeout):
-        homes.append(env["FLEETLAB_HOME"])
-        stalled = [{"cell": 5, "seconds": timeout}] if len(homes) == 1 else []
-        return {"wall_seconds": timeout + 3.0 if stalled else 4.0, "kernel_start_seconds": 0.5, "cells_seconds": 3.0,
-                "slowest_cells": [], "stalled_cells": stalled, "error": ""}
-
-    monkeypatch.setattr(bench.notebooks, "execute_notebook", fake_execute)
-    result = bench.lab_run_times([notebook], timeout=10)
-    (line,) = result["rows"]
-    assert line["value"] == 4.0 and line["met"] is True
-    assert "nbclient stall (#312) in cell 5 10 s; value from run 2" == line["note"]
-    assert len(result["runs"][0]["attempts"]) == 2
-    assert len(set(homes)) == 2  # every run starts with its own, cold FLEETLAB_HOME
+def test_a_notebook_whose_cell_overruns_is_stopped_and_named(tmp_path):
+    slow = tmp_path / "03_slow.ipynb"
+    cells = ["x = 1", "import time\ntime.sleep(600)", "print('never')"]
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells]), slow)
+    result = bench.lab_run_times([slow], timeout=3)
+    (run,) = result["runs"]
+    assert run["error"] == "cell 1: timed out after 3 s"
+    assert 3 <= run["slowest_cells"][0]["seconds"] < 30 and run["slowest_cells"][0]["cell"] == 1
+    assert [c["cell"] for c in run["slowest_cells"]] == [1, 0]  # the cell after the overrun never ran
+    assert result["rows"][0]["met"] is False and result["rows"][0]["note"] == run["error"]
 
 
 def test_a_broken_measurement_is_recorded_not_raised():

@@ -15,7 +15,7 @@ its details; they compose in ``run`` and each can be called alone:
                     slice with realistic step latency (virtual clock), and
                     the wall time of a simulated fleet day
 ``demo``            wall time of ``fleetlab demo`` per backend
-``labs``            headless run time of every lab notebook (nbclient)
+``labs``            headless run time of every lab notebook (the grader's kernel runner)
 ``grade``           ``fleetlab grade`` throughput over the solution notebooks
 =================== ===========================================================
 
@@ -26,7 +26,7 @@ measure → report:
   and the demo's wall time.
 * ``overhead``: the library vs raw boto3, side by side, with the botocore
   call counter and the raw step.
-* ``notebooks``: lab run times (nbclient, with its cell timer) and grading
+* ``notebooks``: lab run times (``grading.executor.NotebookKernel``, timed per cell) and grading
   throughput.
 * ``scaffold``: what the backend measurements stand on: a backend with a
   throwaway topology, and a model too fast to dominate.

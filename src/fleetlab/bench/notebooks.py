@@ -1,4 +1,4 @@
-"""The notebooks measured: each lab's headless run time (nbclient) and the batch grader's throughput."""
+"""The notebooks measured: each lab's headless run time and the batch grader's throughput."""
 
 from __future__ import annotations
 
@@ -34,20 +34,14 @@ def lab_goal(path: Path) -> float:
     return LAB_GOALS.get(path.name[:2], LAB_GOAL_DEFAULT)
 
 
-def lab_run_times(notebooks: Sequence[Path] | None = None, *, timeout: float = 120,
-                  attempts: int = 2) -> dict[str, Any]:
-    """Execute each notebook headless with nbclient, in this process, on the moto backend; time each.
+def lab_run_times(notebooks: Sequence[Path] | None = None, *, timeout: float = 120) -> dict[str, Any]:
+    """Run each notebook headless in a fresh kernel on the moto backend; time each.
 
     The kernel gets ``FLEETLAB_BACKEND=moto`` (the default backend) and a
     fresh, throwaway ``FLEETLAB_HOME`` per run, so checks run here never touch
     a learner's progress and every run starts with a cold fidelity cache (as
-    in the grader, where each notebook gets a fresh home).
-
-    nbclient's client sometimes misses a finished cell's reply and waits out
-    the whole ``timeout`` without an error (jupyter/nbclient#312, about 4% of
-    runs when measured): such a run is recorded as stalled and the notebook run
-    again, up to ``attempts`` runs; the value is the last run's time, and
-    every stall is kept in the JSON and named in the note.
+    in the grader, where each notebook gets a fresh home). Each cell may run
+    ``timeout`` seconds.
     """
     paths = list(notebooks) if notebooks is not None else default_notebooks()
     runs: list[dict[str, Any]] = []
@@ -55,25 +49,13 @@ def lab_run_times(notebooks: Sequence[Path] | None = None, *, timeout: float = 1
     with tempfile.TemporaryDirectory(prefix="fleetlab-bench-") as home:
         env = {k: v for k, v in os.environ.items() if k not in ("FLEETLAB_ALLOW_REAL_AWS",)}
         env["FLEETLAB_BACKEND"] = "moto"
-
-        def attempt(path: Path) -> dict[str, Any]:
-            return execute_notebook(path, env={**env, "FLEETLAB_HOME": tempfile.mkdtemp(dir=home)}, timeout=timeout)
-
         for path in paths:
-            tries = [attempt(path)]
-            while tries[-1]["stalled_cells"] and len(tries) < max(1, attempts):
-                tries.append(attempt(path))
-            last = tries[-1]
-            stalls = [f"cell {c['cell']} {c['seconds']:.0f} s" for t in tries for c in t["stalled_cells"]]
+            run = execute_notebook(path, env={**env, "FLEETLAB_HOME": tempfile.mkdtemp(dir=home)}, timeout=timeout)
             goal = lab_goal(path)
             label = _display_path(path)
-            runs.append({"notebook": label, "goal_seconds": goal, **last, "attempts": tries})
-            notes = [last["error"]] if last["error"] else []
-            if stalls:
-                notes.append(f"nbclient stall (#312) in {', '.join(stalls)}; "
-                             + ("still stalled" if last["stalled_cells"] else f"value from run {len(tries)}"))
-            rows.append(row(f"lab {label}", "moto", last["wall_seconds"], "s", goal=f"<= {goal:g} s",
-                            met=(last["wall_seconds"] <= goal) and not last["error"], note="; ".join(notes)))
+            runs.append({"notebook": label, "goal_seconds": goal, **run})
+            rows.append(row(f"lab {label}", "moto", run["wall_seconds"], "s", goal=f"<= {goal:g} s",
+                            met=(run["wall_seconds"] <= goal) and not run["error"], note=run["error"]))
     if not paths:
         rows.append(row("lab notebooks", "moto", None, "s", note="no notebooks found under labs/"))
     return {"name": "labs", "backend": "moto", "timeout": timeout, "runs": runs,
@@ -81,59 +63,48 @@ def lab_run_times(notebooks: Sequence[Path] | None = None, *, timeout: float = 1
 
 
 def execute_notebook(path: Path, *, env: dict[str, str], timeout: float) -> dict[str, Any]:
-    """One headless run of ``path`` with nbclient (in its folder); its time, slowest cells and stalls."""
+    """One headless run of ``path`` in a fresh kernel (in its folder): its time and its slowest cells.
+
+    The cells run through ``grading.executor.NotebookKernel`` (the grader's
+    executor), each for at most ``timeout`` seconds; the run stops at the
+    first cell that raises, overruns or kills the kernel, and ``error`` names it.
+    """
     import nbformat
-    from nbclient import NotebookClient
+
+    from ..grading.executor import CellStatus, KernelStartFailed, NotebookKernel
 
     nb = nbformat.read(path, as_version=4)
-    cells = CellTimer()
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                            resources={"metadata": {"path": str(path.parent)}},
-                            on_cell_start=cells.start, on_cell_executed=cells.executed)
+    seconds: dict[int, float] = {}
     error = ""
+    kernel_ready: float | None = None
     t0 = time.perf_counter()
     try:
-        client.execute(env=env, stderr=subprocess.DEVNULL)  # the kernel's TCP warning is noise here
-    except Exception as exc:  # a failing notebook is a result, not the end of the bench
-        error = f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
-    wall = time.perf_counter() - t0
-    stalled = [{"cell": i, "seconds": round(s, 3)} for i, s in sorted(cells.seconds.items()) if s >= 0.98 * timeout]
+        with NotebookKernel(nb, env=env, cwd=path.parent) as kernel:
+            kernel_ready = time.perf_counter() - t0
+            for index, cell in enumerate(nb.cells):
+                if cell.cell_type != "code":
+                    continue
+                ran = kernel.run_cell(index, timeout)
+                seconds[index] = ran.seconds
+                if ran.status != CellStatus.OK:
+                    error = f"cell {index}: {' '.join(ran.error.split())[:200]}"
+                    break
+    except KernelStartFailed as exc:  # a notebook that cannot run is a result, not the end of the bench
+        error = str(exc)
     return {
-        "wall_seconds": wall,
-        "kernel_start_seconds": (cells.first_start - t0) if cells.first_start else None,
-        "cells_seconds": sum(cells.seconds.values()),
-        "slowest_cells": cells.slowest(nb, 3),
-        "stalled_cells": stalled,  # a stall can also make a later cell fail (timers ran out meanwhile): retried alike
+        "wall_seconds": time.perf_counter() - t0,
+        "kernel_start_seconds": kernel_ready,
+        "cells_seconds": sum(seconds.values()),
+        "slowest_cells": _slowest_cells(nb, seconds, 3),
         "error": error,
     }
 
 
-class CellTimer:
-    """nbclient hooks that time each cell on this process's wall clock.
-
-    nbclient's own timing metadata comes from the kernel's message dates,
-    which the virtual clock in the kernel moves; these do not.
-    """
-
-    def __init__(self) -> None:
-        self.seconds: dict[int, float] = {}
-        self.first_start: float | None = None
-        self._started: dict[int, float] = {}
-
-    def start(self, cell: Any = None, cell_index: int = 0, **_: Any) -> None:
-        now = time.perf_counter()
-        self.first_start = self.first_start or now
-        self._started[cell_index] = now
-
-    def executed(self, cell: Any = None, cell_index: int = 0, **_: Any) -> None:
-        if cell_index in self._started:
-            self.seconds[cell_index] = time.perf_counter() - self._started.pop(cell_index)
-
-    def slowest(self, nb: Any, count: int) -> list[dict[str, Any]]:
-        ranked = sorted(self.seconds.items(), key=lambda item: -item[1])[:count]
-        return [{"cell": index, "seconds": round(seconds, 3),
-                 "first_line": (nb.cells[index].source.strip().splitlines() or [""])[0][:80]}
-                for index, seconds in ranked]
+def _slowest_cells(nb: Any, seconds: dict[int, float], count: int) -> list[dict[str, Any]]:
+    ranked = sorted(seconds.items(), key=lambda item: -item[1])[:count]
+    return [{"cell": index, "seconds": round(taken, 3),
+             "first_line": (nb.cells[index].source.strip().splitlines() or [""])[0][:80]}
+            for index, taken in ranked]
 
 
 def grade_throughput(notebooks: Sequence[Path] | None = None, *, workers: int = 2, min_jobs: int = 4) -> dict[str, Any]:
