@@ -152,6 +152,13 @@ def test_the_report_has_one_table_per_lab_and_says_why_a_notebook_stopped(tmp_pa
     assert not result.passed
 
 
+def test_the_report_heading_stays_short_in_a_log_that_never_wraps() -> None:
+    console = Console(record=True, width=4096)  # the CLI's width when stdout is not a terminal
+    suite.print_report(suite.SuiteResult(), console)
+    heading = console.export_text().splitlines()[0]
+    assert "fleetlab on LocalStack" in heading and len(heading) == suite.RULE_WIDTH
+
+
 def test_a_notebook_over_the_goal_passes_and_is_named_in_the_report() -> None:
     runs = [suite.NotebookRun(REPO / "labs/solutions/03_poison_and_dlq.ipynb", "instructor", suite.PASSED, 131.0),
             suite.NotebookRun(REPO / "labs/03_poison_and_dlq.ipynb", "student", suite.PASSED, 119.0)]

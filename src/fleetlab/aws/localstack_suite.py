@@ -36,6 +36,7 @@ from unittest import mock
 
 import nbformat
 from rich.console import Console
+from rich.rule import Rule
 from rich.table import Table
 
 from ..fidelity import FidelityTable, feature_ids, probe
@@ -51,6 +52,7 @@ NOTEBOOK_LIMIT = 360.0
 """Seconds after which a notebook is taken to hang: it is interrupted and fails."""
 CONTRACT_LIMIT = 900.0
 PASSED, FAILED, TIME_LIMIT = "pass", "FAIL", "time limit"
+RULE_WIDTH = 100  # the report's heading rule, also on a console that never wraps (a CI log)
 _EXPECTED_CHECKS = {"instructor": "pass", "student": "not-yet"}
 
 
@@ -299,7 +301,7 @@ def declared_differences(localstack: FidelityTable, moto: FidelityTable | None, 
 
 def print_report(result: SuiteResult, console: Console) -> None:
     """The timings, the contract suite's line, one table per lab, and what LocalStack and moto disagree on."""
-    console.rule("fleetlab on LocalStack")
+    console.print(Rule("fleetlab on LocalStack"), width=min(console.width, RULE_WIDTH))
     if result.install_seconds is not None:
         console.print(f"installed LocalStack in {result.install_seconds:.0f} s", highlight=False)
     if result.start_seconds is not None:
