@@ -20,8 +20,8 @@ import fleetlab
 from fleetlab import lab as lab_module
 from fleetlab.aws import cost
 from fleetlab.aws.backends import open_backend
-from fleetlab.aws.callcount import CallCounts, ProcessCalls
-from fleetlab.errors import BackendUnavailable, RealAwsRefused
+from fleetlab.aws.callcount import CallCounts, ProcessCalls, count_notebook
+from fleetlab.errors import BackendUnavailable, MeasurementFailed, RealAwsRefused
 
 REPO = Path(__file__).resolve().parents[1]
 LAB_IDS = sorted(path.name[:2] for path in (REPO / "labs" / "solutions").glob("*.ipynb"))
@@ -52,6 +52,33 @@ def test_counting_sees_every_call_item_and_state_transition():
                      "sfn.CreateStateMachine": 1, "sfn.StartExecution": 1, "sfn.DeleteStateMachine": 1}
     assert counts.items == {"eventbridge.PutEvents": 4}
     assert (counts.executions, counts.transitions) == (1, 2)
+
+
+def counted_notebook(path: Path, *sources: str) -> Path:
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# a lab")]
+                                  + [nbformat.v4.new_code_cell(source) for source in sources])
+    nbformat.write(nb, path)
+    return path
+
+
+def test_a_notebook_is_counted_in_its_own_kernel_and_left_unchanged(tmp_path):
+    path = counted_notebook(tmp_path / "09_counted.ipynb",
+                            "from fleetlab.aws.backends import open_backend\nbackend = open_backend('moto')",
+                            "sqs = backend.client('sqs')\nurl = sqs.create_queue(QueueName='counted')['QueueUrl']",
+                            "for n in range(3):\n    sqs.send_message(QueueUrl=url, MessageBody=str(n))",
+                            "backend.close()")
+    before = path.read_text()
+    counts = count_notebook(path, env={**os.environ, "FLEETLAB_HOME": str(tmp_path / "home")}, timeout=60)
+    assert counts.calls == {"sqs.CreateQueue": 1, "sqs.SendMessage": 3}
+    assert path.read_text() == before
+
+
+def test_a_failing_cell_stops_the_count_and_is_named(tmp_path):
+    path = counted_notebook(tmp_path / "09_broken.ipynb", "x = 1", "raise ValueError('no queue')")
+    with pytest.raises(MeasurementFailed, match=r"09_broken.ipynb: cell 2 stopped the count: ValueError: no queue"):
+        count_notebook(path, env={**os.environ, "FLEETLAB_HOME": str(tmp_path / "home")}, timeout=60)
 
 
 def make_counted_calls(backend) -> None:

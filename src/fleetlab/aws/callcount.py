@@ -24,7 +24,6 @@ import argparse
 import io
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from collections import Counter
@@ -32,6 +31,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from ..errors import MeasurementFailed
 from .cost import CALLS_FILE, REGENERATE, CallCounts
 
 _HOOK_ID = "fleetlab-callcount"
@@ -130,13 +130,16 @@ def _state_transitions(reader: Any, execution_arn: str) -> int:
 
 
 def count_notebook(path: Path, *, env: dict[str, str], timeout: float = 600) -> CallCounts:
-    """Run ``path`` top to bottom in a kernel (in its folder) while counting; its counts.
+    """Run ``path`` top to bottom in a fresh kernel (in its folder) while counting; its counts.
 
     A first cell starts ``ProcessCalls`` and a last one saves the counts; the
-    notebook file is not changed. Raises nbclient's error if a cell fails.
+    notebook file is not changed. Each cell may run ``timeout`` seconds
+    (``grading.executor.NotebookKernel``). Raises MeasurementFailed, naming
+    the cell, when one raises, overruns or kills the kernel.
     """
     import nbformat
-    from nbclient import NotebookClient
+
+    from ..grading.executor import CellStatus, NotebookKernel
 
     notebook = nbformat.read(path, as_version=4)
     with tempfile.TemporaryDirectory(prefix="fleetlab-calls-") as scratch:
@@ -145,9 +148,13 @@ def count_notebook(path: Path, *, env: dict[str, str], timeout: float = 600) -> 
             "from fleetlab.aws.callcount import ProcessCalls\n_fleetlab_calls = ProcessCalls().start()"))
         notebook.cells.append(nbformat.v4.new_code_cell(
             f"import json\nopen({str(result)!r}, 'w').write(json.dumps(_fleetlab_calls.stop().to_dict()))"))
-        client = NotebookClient(notebook, timeout=timeout, kernel_name="python3",
-                                resources={"metadata": {"path": str(path.parent)}})
-        client.execute(env=env, stderr=subprocess.DEVNULL)
+        with NotebookKernel(notebook, env=env, cwd=path.parent) as kernel:
+            for index, cell in enumerate(notebook.cells):
+                if cell.cell_type != "code":
+                    continue
+                ran = kernel.run_cell(index, timeout)
+                if ran.status != CellStatus.OK:
+                    raise MeasurementFailed(f"{path.name}: cell {index - 1} stopped the count: {ran.error}")
         return CallCounts.from_dict(json.loads(result.read_text()))
 
 
