@@ -4,7 +4,7 @@ import os
 import time
 
 import nbformat
-from nbformat.v4 import new_code_cell, new_notebook
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from fleetlab.grading.executor import NotebookKernel
 
@@ -58,3 +58,12 @@ def test_the_kernel_gets_exactly_the_environment_and_folder_given(tmp_path):
         assert kernel.run_cell(0, timeout=10).status == "ok"
     assert nb.cells[0].outputs[0].text == f"['-', 'yes'] {tmp_path}\n"
     assert nbformat.validate(nb) is None
+
+
+def test_code_cells_run_in_order_until_the_first_that_is_not_ok(tmp_path):
+    nb = notebook("x = 1", "x += 1", "raise ValueError(x)", "print('never')")
+    nb.cells.insert(1, new_markdown_cell("# prose is skipped"))
+    with NotebookKernel(nb, env=dict(os.environ), cwd=tmp_path) as kernel:
+        runs = kernel.run_code_cells(timeout=10)
+    assert [(run.index, run.status) for run in runs] == [(0, "ok"), (2, "ok"), (3, "error")]
+    assert runs[-1].error == "ValueError: 2" and nb.cells[4].outputs == []

@@ -42,6 +42,9 @@ def test_killed_steps_wait_for_the_queue_s_own_visibility_timeout(real_clock_bac
     backend = real_clock_backend
     fast = HpaSettings(sync_period=1, downscale_stabilization=2)
     blind = so(queue_length=5, polling_interval=1, cooldown_period=2, scale_on_in_flight=False)
+    waits: list[int] = []  # each ReceiveMessage's WaitTimeSeconds
+    backend.client("sqs").meta.events.register(
+        "provide-client-params.sqs.ReceiveMessage", lambda params, **_: waits.append(params.get("WaitTimeSeconds")))
     started = time.monotonic()
     with experiment_queue(backend, new_prefix("kill"), visibility_timeout=5) as queue:
         run = run_real_loop(backend, queue.url, blind.with_trigger(queue_url=queue.url), arrivals=[(0, 20)],
@@ -55,3 +58,5 @@ def test_killed_steps_wait_for_the_queue_s_own_visibility_timeout(real_clock_bac
     assert run.abandoned == 20 and not run.ledger.effects()
     assert [s.t for s in run.samples if s.working == 20] == [1, 2, 6]  # sampled at each poll, before receiving
     assert wall >= 5
+    # One long poll, for the abandoned messages (a backend may requeue them late); every other receive is at once.
+    assert [wait for wait in waits if wait] == [backend.receive_wait] and waits.count(0) == len(waits) - 1

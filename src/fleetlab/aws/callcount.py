@@ -149,12 +149,9 @@ def count_notebook(path: Path, *, env: dict[str, str], timeout: float = 600) -> 
         notebook.cells.append(nbformat.v4.new_code_cell(
             f"import json\nopen({str(result)!r}, 'w').write(json.dumps(_fleetlab_calls.stop().to_dict()))"))
         with NotebookKernel(notebook, env=env, cwd=path.parent) as kernel:
-            for index, cell in enumerate(notebook.cells):
-                if cell.cell_type != "code":
-                    continue
-                ran = kernel.run_cell(index, timeout)
-                if ran.status != CellStatus.OK:
-                    raise MeasurementFailed(f"{path.name}: cell {index - 1} stopped the count: {ran.error}")
+            last = kernel.run_code_cells(timeout)[-1]
+        if last.status != CellStatus.OK:  # its index counts the counting cell put first
+            raise MeasurementFailed(f"{path.name}: cell {last.index - 1} stopped the count: {last.error}")
         return CallCounts.from_dict(json.loads(result.read_text()))
 
 

@@ -336,8 +336,9 @@ def _lab_table(lab: str, runs: list[NotebookRun], result: SuiteResult) -> Table:
     table = Table(title=f"lab {lab} ({notebook}) on LocalStack", title_justify="left", show_lines=True)
     for column in ("notebook", "result", "time", "where it stopped", "slowest cell"):
         table.add_column(column, overflow="fold")
+    slow = result.over_goal()
     for notebook_run in runs:
-        over = notebook_run.seconds > result.goal
+        over = notebook_run in slow
         table.add_row(
             notebook_run.kind,
             notebook_run.result,

@@ -71,26 +71,22 @@ def execute_notebook(path: Path, *, env: dict[str, str], timeout: float) -> dict
     """
     import nbformat
 
-    from ..grading.executor import CellStatus, KernelStartFailed, NotebookKernel
+    from ..grading.executor import CellRun, CellStatus, KernelStartFailed, NotebookKernel
 
     nb = nbformat.read(path, as_version=4)
-    seconds: dict[int, float] = {}
+    runs: list[CellRun] = []
     error = ""
     kernel_ready: float | None = None
     t0 = time.perf_counter()
     try:
         with NotebookKernel(nb, env=env, cwd=path.parent) as kernel:
             kernel_ready = time.perf_counter() - t0
-            for index, cell in enumerate(nb.cells):
-                if cell.cell_type != "code":
-                    continue
-                ran = kernel.run_cell(index, timeout)
-                seconds[index] = ran.seconds
-                if ran.status != CellStatus.OK:
-                    error = f"cell {index}: {' '.join(ran.error.split())[:200]}"
-                    break
+            runs = kernel.run_code_cells(timeout)
     except KernelStartFailed as exc:  # a notebook that cannot run is a result, not the end of the bench
         error = str(exc)
+    seconds = {ran.index: ran.seconds for ran in runs}
+    if runs and runs[-1].status != CellStatus.OK:
+        error = f"cell {runs[-1].index}: {' '.join(runs[-1].error.split())[:200]}"
     return {
         "wall_seconds": time.perf_counter() - t0,
         "kernel_start_seconds": kernel_ready,

@@ -148,6 +148,17 @@ class NotebookKernel:
             return CellRun(index, CellStatus.OK, seconds)
         return CellRun(index, CellStatus.ERROR, seconds, f"{content.get('ename', 'Error')}: {content.get('evalue', '')}")
 
+    def run_code_cells(self, timeout: float) -> list[CellRun]:
+        """Run the code cells in order, each for at most ``timeout`` seconds; stop after the first that is not OK."""
+        runs: list[CellRun] = []
+        for index, cell in enumerate(self.nb.cells):
+            if cell.cell_type != "code":
+                continue
+            runs.append(self.run_cell(index, timeout))
+            if runs[-1].status != CellStatus.OK:
+                break
+        return runs
+
     def shutdown(self) -> None:
         """Stop the channels and kill the kernel with its process group. Idempotent."""
         if self._client is not None:
