@@ -87,3 +87,12 @@ def test_only_the_worker_with_an_attempt_budget_answers_the_caller(lab):
     assert unanswered["written on receive"] == "-" and unanswered["the caller got"].startswith("nothing")
     assert answered["written on receive"] == topology.queue("researcher").max_receive_count - 1
     assert answered["the caller got"] == "a graceful error (ERROR_FROM_TARGET)"
+
+
+def test_a_self_paced_poller_never_long_polls_on_a_real_clock(real_clock_backend):
+    waits: list[int] = []  # each ReceiveMessage's WaitTimeSeconds
+    real_clock_backend.client("sqs").meta.events.register(
+        "provide-client-params.sqs.ReceiveMessage", lambda params, **_: waits.append(params.get("WaitTimeSeconds")))
+    run = poison.outage_budget(real_clock_backend, new_prefix("03"), max_receive_count=3, outage_seconds=90, steps=3)
+    assert (run.done, run.parked) == (3, 0)  # two throttled receives, the third after the outage succeeds
+    assert waits and set(waits) == {0}  # its poll interval paces it: a long poll would be a lab minute at x60
