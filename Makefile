@@ -23,12 +23,12 @@ help:
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml tools/pyproject.toml instructor/pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
 	  { echo "fleetlab needs Python >= 3.11; set PYTHON=python3.11 (or newer) (docs/troubleshooting.md#python-too-old)"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[lab,test]'
+	$(BIN)/python -m pip install --quiet -e '.[lab,test]' -e tools -e instructor
 	touch $(STAMP)
 
 lab: venv
@@ -40,6 +40,7 @@ lab: venv
 NBVAL_HOME := $(CURDIR)/.fleetlab/nbval
 
 test: venv
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest
 	$(BIN)/fleetlab assign --check
 	FLEETLAB_HOME=$(NBVAL_HOME) FLEETLAB_EXPECT_CHECKS=pass $(BIN)/python -m pytest -p no:cacheprovider \

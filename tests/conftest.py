@@ -2,7 +2,7 @@
 
 import pytest
 
-from fleetlab import lab
+from fleetlab.course import lab
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -20,7 +20,7 @@ def real_clock_backend(monkeypatch):
     """
     from moto.server import ThreadedMotoServer
 
-    from fleetlab.aws.backends import open_backend
+    from fleetlab.backends.backend import open_backend
 
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()

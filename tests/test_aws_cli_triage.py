@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from fleetlab.aws.backends import open_backend
-from fleetlab.aws.topology import experiment_queue, new_prefix
-from fleetlab.sqs import dlq
+from fleetlab.backends.backend import open_backend
+from fleetlab.composition.topology import experiment_queue, new_prefix
+from fleetlab.services.sqs import dlq
 
 AWS = Path(sys.executable).with_name("aws")  # AWS CLI v1, pinned in the test extra
 

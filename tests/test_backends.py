@@ -6,9 +6,9 @@ import socket
 import pytest
 from moto.core.models import MockAWS
 
-from fleetlab.aws.backends import open_backend
-from fleetlab.clock import VirtualClock
-from fleetlab.errors import ConfigError
+from fleetlab.backends.backend import open_backend
+from fleetlab.core.clock import VirtualClock
+from fleetlab.core.errors import ConfigError
 
 
 @pytest.fixture

@@ -8,13 +8,13 @@ import json
 
 import nbformat
 import pytest
+from fleetlab_instructor import bench
 from rich.console import Console
 
-from fleetlab import bench
+from fleetlab.backends.backend import open_backend
 from fleetlab.cli import build_parser
-from fleetlab.aws.backends import open_backend
-from fleetlab.state.idempotency import COMPLETED, Completed, IdempotencyStore
-from fleetlab.aws.topology import AgentClass, TopologySpec
+from fleetlab.composition.topology import AgentClass, TopologySpec
+from fleetlab.services.state.idempotency import COMPLETED, Completed, IdempotencyStore
 
 ONE_STEP = ["sqs.ReceiveMessage > dynamodb.PutItem > dynamodb.UpdateItem > sqs.DeleteMessage"]
 
@@ -171,7 +171,7 @@ def test_a_broken_measurement_is_recorded_not_raised():
 
 
 def test_course_total_adds_the_solution_labs_and_their_share_of_grading():
-    from fleetlab.bench import course_total
+    from fleetlab_instructor.bench import course_total
 
     labs = {"name": "labs", "error": "", "runs": [
         {"notebook": "labs/solutions/00_orientation.ipynb", "wall_seconds": 10.0},

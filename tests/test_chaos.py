@@ -13,15 +13,15 @@ from dataclasses import dataclass
 
 import pytest
 
-from fleetlab.agents.model import FakeModel
-from fleetlab.aws.backends import open_backend
-from fleetlab.aws.topology import new_prefix, provision
-from fleetlab.events.envelope import Envelope
-from fleetlab.faults import CrashPoint, FaultPlan
-from fleetlab.ledger import LedgerSummary
-from fleetlab.pipeline import Fleet
-from fleetlab.sqs import dlq
-from fleetlab.state.responses import ResponseStore
+from fleetlab.backends.backend import open_backend
+from fleetlab.composition.pipeline import Fleet
+from fleetlab.composition.topology import new_prefix, provision
+from fleetlab.core.faults import CrashPoint, FaultPlan
+from fleetlab.core.ledger import LedgerSummary
+from fleetlab.services.agents.model import FakeModel
+from fleetlab.services.events.envelope import Envelope
+from fleetlab.services.sqs import dlq
+from fleetlab.services.state.responses import ResponseStore
 
 STEPS = 1_000  # the course's chaos target: 1,000+ steps
 NAIVE_STEPS = 200  # enough for the naive consumer's duplicates to show, at a fifth of the cost

@@ -4,16 +4,16 @@ import json
 
 import pytest
 
-from fleetlab import lab as labs
-from fleetlab.aws import sweep
-from fleetlab.aws.backends import Backend, open_backend
-from fleetlab.aws.resources import Resources
-from fleetlab.aws.topology import Topology, TopologySpec, new_prefix, provision
+from fleetlab.backends import sweep
+from fleetlab.backends.backend import Backend, open_backend
+from fleetlab.backends.fidelity import probe
+from fleetlab.backends.resources import Resources
 from fleetlab.cli import cleanup as cleanup_command
 from fleetlab.cli import main
-from fleetlab.clock import RealClock
-from fleetlab.errors import InvalidInput
-from fleetlab.fidelity import probe
+from fleetlab.composition.topology import Topology, TopologySpec, new_prefix, provision
+from fleetlab.core.clock import RealClock
+from fleetlab.core.errors import InvalidInput
+from fleetlab.course import lab as labs
 
 
 @pytest.fixture

@@ -5,9 +5,10 @@ import os
 import subprocess
 import sys
 
+from fleetlab_instructor.grading.grade import GradeRow
+from fleetlab_instructor.grading.gradebook import summary_table
+
 from fleetlab.cli.output import stdout_console
-from fleetlab.grading.grade import GradeRow
-from fleetlab.grading.gradebook import summary_table
 
 CHECKS = [f"0{lab}.{name}" for lab in range(8) for name in ("first", "second", "third")]
 

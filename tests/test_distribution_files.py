@@ -2,7 +2,7 @@
 
 ``environment.yml`` (conda) must carry pyproject's pins exactly; ``docker-compose.yml``
 must pin its images, publish ports on loopback only, keep secrets out of the file, and
-set the environment variables that ``fleetlab.aws.backends`` reads. Docker is not needed:
+set the environment variables that ``fleetlab.backends.backend`` reads. Docker is not needed:
 the files are parsed, not run.
 """
 
@@ -206,8 +206,8 @@ def test_the_library_reads_the_variables_compose_sets(compose: dict, monkeypatch
     The endpoint's host is swapped for a closed loopback port, so the backend must
     fail to reach exactly that address: proof that both names are read.
     """
-    from fleetlab.aws.backends import open_backend
-    from fleetlab.errors import BackendUnavailable
+    from fleetlab.backends.backend import open_backend
+    from fleetlab.core.errors import BackendUnavailable
 
     closed = _closed_loopback_url()
     for key, value in environment_of(compose["services"]["lab"]).items():

@@ -16,11 +16,12 @@ from pathlib import Path
 import pytest
 from rich.table import Table
 
-from fleetlab import fidelity
-from fleetlab.aws.backends import Backend, open_backend
-from fleetlab.clock import RealClock
-from fleetlab.errors import ConfigError
-from fleetlab.fidelity import FidelityTable, Feature, Finding, Probe, probe
+from fleetlab.backends import fidelity
+from fleetlab.backends.backend import Backend, open_backend
+from fleetlab.backends.fidelity import Feature, FidelityTable, Finding, Probe, probe
+from fleetlab.core.clock import RealClock
+from fleetlab.core.errors import ConfigError
+from fleetlab_tools import fidelity_doc
 
 EMULATORS = ("moto", "moto-server")
 
@@ -324,7 +325,7 @@ def test_generator_writes_the_doc_and_skips_unreachable_localstack(
     monkeypatch.setattr(fidelity.probes, "measure", measure)
     out = tmp_path / "docs" / "fidelity.md"
 
-    assert fidelity.main(["--out", str(out), "--backends", "moto,localstack"]) == 0
+    assert fidelity_doc.main(["--out", str(out), "--backends", "moto,localstack"]) == 0
 
     text = out.read_text()
     assert text.startswith("# Fidelity")
@@ -336,7 +337,7 @@ def test_generator_writes_the_doc_and_skips_unreachable_localstack(
 
 def test_generator_refuses_to_probe_aws(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
-        fidelity.main(["--backends", "moto,aws"])
+        fidelity_doc.main(["--backends", "moto,aws"])
     assert exit_info.value.code == 2
     assert "aws is the reference column" in capsys.readouterr().err
 

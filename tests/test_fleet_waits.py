@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
-
-from fleetlab.agents.model import FakeModel, LatencyProfile
-from fleetlab.aws.backends import open_backend
-from fleetlab.aws.topology import AgentClass, TopologySpec, provision
-from fleetlab.events.envelope import Envelope
-from fleetlab.faults import Crash, CrashPoint, FaultPlan
-from fleetlab.pipeline import Fleet
+from fleetlab.backends.backend import open_backend
+from fleetlab.composition.pipeline import Fleet
+from fleetlab.composition.topology import AgentClass, TopologySpec, provision
+from fleetlab.core.faults import Crash, CrashPoint, FaultPlan
+from fleetlab.services.agents.model import FakeModel, LatencyProfile
+from fleetlab.services.events.envelope import Envelope
 
 SPEC = TopologySpec(agent_classes=(AgentClass("researcher", step_p95_seconds=40),), orchestrator=False)
 ADVANCE = 61.5  # lab seconds: one visibility timeout and a bit, a length nothing else sleeps

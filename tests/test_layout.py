@@ -13,7 +13,8 @@ PACKAGE = REPO / "src" / "fleetlab"
 def module_map() -> dict[str, str]:
     """The README's layout table: first cell (names in backticks) -> second cell."""
     section = REPO.joinpath("README.md").read_text().split("### The library's layout", 1)[1].split("\n## ", 1)[0]
-    rows = [line.split("|")[1:3] for line in section.splitlines() if line.startswith("| `")]
+    table = section.split("\n\n")[1]  # the library's table; the distributions' table follows it
+    rows = [line.split("|")[1:3] for line in table.splitlines() if line.startswith("| `")]
     return {name: what for names, what in rows for name in re.findall(r"`([^`]+)`", names)}
 
 
@@ -21,18 +22,21 @@ def modules_of(folder: Path) -> set[str]:
     return {p.stem for p in folder.glob("*.py") if p.stem not in ("__init__", "__main__")}
 
 
-def test_every_top_level_module_and_package_is_in_the_module_map():
+def packages() -> set[str]:
+    """Every package of the library as ``layer/`` or ``layer/package/``, but a check's lab and a probe's folder."""
+    found = {f"{p.parent.relative_to(PACKAGE)}/" for p in PACKAGE.rglob("__init__.py") if p.parent != PACKAGE}
+    return {name for name in found if not name.startswith(("course/checks/lab", "backends/fidelity/probes/"))}
+
+
+def test_every_package_is_in_the_module_map_and_the_top_holds_no_module():
     listed = set(module_map())
-    on_disk = {p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__"}
-    on_disk |= {f"{p.name}/" for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
-    assert on_disk - listed == set(), "in the tree, missing from the README's module map"
-    assert listed - on_disk == set(), "in the README's module map, missing from the tree"
+    assert packages() - listed == set(), "in the tree, missing from the README's module map"
+    assert listed - packages() == set(), "in the README's module map, missing from the tree"
+    assert modules_of(PACKAGE) == set(), "a module at the top of the library belongs in a layer"
 
 
 def test_a_package_whose_row_names_its_modules_names_each_one_that_exists():
     for name, what in module_map().items():
-        if not name.endswith("/"):
-            continue
         named = set(re.findall(r"`([a-z_]+)`(?= \(|,|:)", what))
         on_disk = modules_of(PACKAGE / name)
         if named & on_disk:  # the row names its modules

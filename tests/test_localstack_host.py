@@ -19,11 +19,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fleetlab_tools.localstack import host
 
-from fleetlab.aws import localstack_host as host
-from fleetlab.aws.backends import SERVED_APART, open_backend
+from fleetlab.backends.backend import SERVED_APART, open_backend
 from fleetlab.cli import main
-from fleetlab.errors import BackendUnavailable, InvalidInput
+from fleetlab.core.errors import BackendUnavailable, InvalidInput
 
 
 def free_port() -> int:

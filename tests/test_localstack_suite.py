@@ -13,11 +13,11 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from fleetlab_tools.localstack import suite
 from rich.console import Console
 
-from fleetlab.aws import localstack_suite as suite
+from fleetlab.backends.fidelity import FidelityTable, Finding, feature_ids
 from fleetlab.cli import build_parser
-from fleetlab.fidelity import FidelityTable, Finding, feature_ids
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -50,11 +50,11 @@ def test_a_failing_cell_stops_the_notebook_and_is_named(tmp_path: Path, shared: 
 
 
 def test_a_notebook_past_its_limit_is_stopped_not_waited_for(tmp_path: Path, shared: Path) -> None:
-    path = notebook(tmp_path / "07_slow.ipynb", "from fleetlab.clock import RealClock",
+    path = notebook(tmp_path / "07_slow.ipynb", "from fleetlab.core.clock import RealClock",
                     "clock = RealClock()\nwait = 600\nclock.sleep(wait)", "print('never')")
     ran = suite.run_notebook(path, "instructor", shared, limit=6)
     assert ran.result == suite.TIME_LIMIT
-    stopped = "cell 2 (`clock = RealClock()`): still running at line 3, in RealClock.sleep (clock.py:"
+    stopped = "cell 2 (`clock = RealClock()`): still running at line 3, in RealClock.sleep (core/clock.py:"
     assert ran.stopped_at.startswith(stopped)
     assert ran.seconds < 30
 

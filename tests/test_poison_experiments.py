@@ -3,12 +3,11 @@ from a run is checked here against the run itself."""
 
 import pytest
 
-from fleetlab.aws.backends import open_backend
-from fleetlab.aws.topology import new_prefix, provision
-from fleetlab.experiments import poison
-from fleetlab.fidelity import probe
-from fleetlab.sqs import messages
-from fleetlab.state.responses import ResponseStore
+from fleetlab.backends.backend import open_backend
+from fleetlab.backends.fidelity import probe
+from fleetlab.composition.topology import new_prefix, provision
+from fleetlab.course.experiments import poison
+from fleetlab.services.state.responses import ResponseStore
 
 
 @pytest.fixture(scope="module")

@@ -15,13 +15,13 @@ from datetime import date
 from pathlib import Path
 
 import pytest
+from fleetlab_tools.callcount import CallCounts, ProcessCalls, count_notebook
 
 import fleetlab
-from fleetlab import lab as lab_module
-from fleetlab.aws import cost
-from fleetlab.aws.backends import open_backend
-from fleetlab.aws.callcount import CallCounts, ProcessCalls, count_notebook
-from fleetlab.errors import BackendUnavailable, MeasurementFailed, RealAwsRefused
+from fleetlab.backends.backend import open_backend
+from fleetlab.composition import cost
+from fleetlab.core.errors import BackendUnavailable, MeasurementFailed, RealAwsRefused
+from fleetlab.course import lab as lab_module
 
 REPO = Path(__file__).resolve().parents[1]
 LAB_IDS = sorted(path.name[:2] for path in (REPO / "labs" / "solutions").glob("*.ipynb"))
@@ -65,7 +65,7 @@ def counted_notebook(path: Path, *sources: str) -> Path:
 
 def test_a_notebook_is_counted_in_its_own_kernel_and_left_unchanged(tmp_path):
     path = counted_notebook(tmp_path / "09_counted.ipynb",
-                            "from fleetlab.aws.backends import open_backend\nbackend = open_backend('moto')",
+                            "from fleetlab.backends.backend import open_backend\nbackend = open_backend('moto')",
                             "sqs = backend.client('sqs')\nurl = sqs.create_queue(QueueName='counted')['QueueUrl']",
                             "for n in range(3):\n    sqs.send_message(QueueUrl=url, MessageBody=str(n))",
                             "backend.close()")
@@ -151,7 +151,7 @@ def test_every_call_a_subject_makes_is_priced_or_known_free(subject):
 
 def test_a_subject_never_counted_says_so():
     text = cost.estimate("99").text()
-    assert "never counted" in text and "python -m fleetlab.aws.callcount" in text
+    assert "never counted" in text and "python -m fleetlab_tools.callcount" in text
 
 
 def test_a_lab_on_aws_is_refused_with_its_estimate_before_anything_opens(monkeypatch):
@@ -219,7 +219,7 @@ def test_the_contract_suite_opted_in_without_credentials_stops_at_the_account(tm
 def test_fleetlab_cost_prints_an_estimate_without_opening_a_backend(monkeypatch, capsys):
     from fleetlab.cli import main
 
-    monkeypatch.setattr("fleetlab.aws.backends.open_backend", lambda *a, **k: pytest.fail("a backend was opened"))
+    monkeypatch.setattr("fleetlab.backends.backend.open_backend", lambda *a, **k: pytest.fail("a backend was opened"))
     assert main(["cost", "02"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("Estimated cost of lab 02 on real AWS") and "about $" in out

@@ -6,11 +6,11 @@ import json
 import pytest
 from botocore.exceptions import ClientError
 
-from fleetlab.aws.backends import open_backend
-from fleetlab.aws.topology import experiment_queue, new_prefix
-from fleetlab.clock import RealClock
-from fleetlab.errors import RedriveFailed, Timeout
-from fleetlab.sqs import redrive
+from fleetlab.backends.backend import open_backend
+from fleetlab.composition.topology import experiment_queue, new_prefix
+from fleetlab.core.clock import RealClock
+from fleetlab.core.errors import RedriveFailed, Timeout
+from fleetlab.services.sqs import redrive
 
 
 class MoveTasks:

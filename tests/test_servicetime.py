@@ -15,10 +15,10 @@ import botocore.config
 import botocore.exceptions
 import pytest
 
-from fleetlab.aws import servicetime
-from fleetlab.aws.topology import experiment_queue, new_prefix
-from fleetlab.timescale import ScaledClock
-from fleetlab.waits import WaitMeter
+from fleetlab.backends import servicetime
+from fleetlab.composition.topology import experiment_queue, new_prefix
+from fleetlab.core.timescale import ScaledClock
+from fleetlab.core.waits import WaitMeter
 
 
 def client(service: str, clock: ScaledClock):

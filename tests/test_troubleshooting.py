@@ -1,6 +1,5 @@
 """The troubleshooting page and the messages that point to it: each message is printed for real."""
 
-import os
 import re
 import socket
 import stat
@@ -12,10 +11,10 @@ import pytest
 
 import fleetlab
 from fleetlab import Envelope
-from fleetlab.aws.backends import open_backend
-from fleetlab.errors import BackendUnavailable, InvalidInput
-from fleetlab.grading.registry import get_check
-from fleetlab.pipeline import DEEP_QUEUE, DeepQueueWarning
+from fleetlab.backends.backend import open_backend
+from fleetlab.composition.pipeline import DEEP_QUEUE, DeepQueueWarning
+from fleetlab.core.errors import BackendUnavailable, InvalidInput
+from fleetlab.course.grading.registry import get_check
 
 REPO = Path(__file__).resolve().parents[1]
 PAGE = REPO / "docs" / "troubleshooting.md"

@@ -8,18 +8,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from .events.envelope import Envelope
-from .errors import FleetlabError
-from .faults import Crash, CrashPoint, FaultPlan
-from .lab import Lab, start
-from .pipeline import Fleet
+from fleetlab.composition.pipeline import Fleet
+from fleetlab.core.errors import FleetlabError
+from fleetlab.core.faults import Crash, CrashPoint, FaultPlan
+from fleetlab.course.lab import Lab, start
+from fleetlab.services.events.envelope import Envelope
 
 __version__ = "0.1.0"
 
 
 def check(check_id: str, answer: Any) -> Any:
-    """Grade ``answer`` for exercise ``check_id`` (see ``fleetlab.grading``)."""
-    from .grading import check as run_check
+    """Grade ``answer`` for exercise ``check_id`` (see ``fleetlab.course.grading``)."""
+    from fleetlab.course.grading import check as run_check
 
     return run_check(check_id, answer)
 

@@ -13,10 +13,10 @@ import os
 
 import pytest
 
-from fleetlab.aws.backends import open_backend
-from fleetlab.aws.cost import require_opt_in
-from fleetlab.errors import FleetlabError
-from fleetlab.aws.topology import AgentClass, TopologySpec, new_prefix, provision
+from fleetlab.backends.backend import open_backend
+from fleetlab.composition.cost import require_opt_in
+from fleetlab.composition.topology import AgentClass, TopologySpec, new_prefix, provision
+from fleetlab.core.errors import FleetlabError
 
 CONTRACT_BACKENDS = [
     name.strip() for name in os.environ.get("FLEETLAB_CONTRACT_BACKENDS", "moto,moto-server").split(",") if name.strip()

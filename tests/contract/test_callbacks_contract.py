@@ -9,12 +9,12 @@ import json
 
 import pytest
 
-from fleetlab.errors import AslError
-from fleetlab.experiments.callbacks import CallbackBench, Plan, answers, calls, dies, fails
-from fleetlab.fidelity import probe
-from fleetlab.state.claimcheck import ClaimCheck
-from fleetlab.stepfunctions import asl, callbacks, machines
-from fleetlab.stepfunctions.worker import DROPPED
+from fleetlab.backends.fidelity import probe
+from fleetlab.core.errors import AslError
+from fleetlab.course.experiments.callbacks import CallbackBench, Plan, answers, calls, dies, fails
+from fleetlab.services.state.claimcheck import ClaimCheck
+from fleetlab.services.stepfunctions import asl, callbacks, machines
+from fleetlab.services.stepfunctions.worker import DROPPED
 
 pytestmark = pytest.mark.contract
 

@@ -13,17 +13,16 @@ from aws_lambda_powertools.utilities.batch import (
     process_partial_response,
 )
 from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
-
-from fleetlab.agents.model import FakeModel
-from fleetlab.aws.topology import add_unrouted, experiment_queue, new_prefix
-from fleetlab.experiments.poison import drained
-from fleetlab.fidelity import probe
-from fleetlab.pipeline import Fleet
-from fleetlab.sqs import dlq, messages, redrive
-from fleetlab.sqs.esm import BatchPoller, partial_batch_response
-from fleetlab.state.responses import ResponseStore
-
 from test_pipeline_contract import poll_wait, quick_model, step
+
+from fleetlab.backends.fidelity import probe
+from fleetlab.composition.pipeline import Fleet
+from fleetlab.composition.topology import add_unrouted, experiment_queue, new_prefix
+from fleetlab.course.experiments.poison import drained
+from fleetlab.services.agents.model import FakeModel
+from fleetlab.services.sqs import dlq, messages, redrive
+from fleetlab.services.sqs.esm import BatchPoller, partial_batch_response
+from fleetlab.services.state.responses import ResponseStore
 
 pytestmark = pytest.mark.contract
 

@@ -9,13 +9,13 @@ import uuid
 
 import pytest
 
-from fleetlab.clock import RealClock
-from fleetlab.sqs import redrive
-from fleetlab.stepfunctions import asl, callbacks, executions
-from fleetlab.events.envelope import Envelope
-from fleetlab.fidelity import probe
-from fleetlab.pipeline import Fleet
-from fleetlab.aws.topology import experiment_queue, new_prefix
+from fleetlab.backends.fidelity import probe
+from fleetlab.composition.pipeline import Fleet
+from fleetlab.composition.topology import experiment_queue, new_prefix
+from fleetlab.core.clock import RealClock
+from fleetlab.services.events.envelope import Envelope
+from fleetlab.services.sqs import redrive
+from fleetlab.services.stepfunctions import asl, callbacks, executions
 
 pytestmark = pytest.mark.contract
 
@@ -60,9 +60,9 @@ def test_fifo_keeps_group_order_and_blocks_the_group_while_in_flight(backend, fi
 
 
 def test_redrive_moves_parked_messages_back_without_probing(backend, fidelity, monkeypatch):
-    import fleetlab.fidelity
+    import fleetlab.backends.fidelity
 
-    monkeypatch.setattr(fleetlab.fidelity, "probe", lambda *a, **k: pytest.fail("library code ran the probe"))
+    monkeypatch.setattr(fleetlab.backends.fidelity, "probe", lambda *a, **k: pytest.fail("library code ran the probe"))
     sqs = backend.client("sqs")
     with experiment_queue(backend, new_prefix("ct"), visibility_timeout=30, max_receive_count=3) as queue:
         for n in range(3):

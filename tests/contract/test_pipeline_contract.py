@@ -5,17 +5,17 @@ import math
 
 import pytest
 
-from fleetlab.errors import AlreadyInProgress, LeaseLost, ModelError, Timeout
-from fleetlab.events.envelope import Envelope
-from fleetlab.faults import Crash, CrashPoint, FaultPlan, Latency
-from fleetlab.ledger import EffectsLedger
-from fleetlab.agents.model import FakeModel, LatencyProfile, ModelResult
-from fleetlab.pipeline import TRANSIENT_BACKOFF, Fleet
-from fleetlab.sqs.esm import BatchPoller
-from fleetlab.sqs.worker import QueueWorker
-from fleetlab.state.idempotency import Claim, IdempotencyStore
-from fleetlab.tracing import Tracer
-from fleetlab.aws.topology import experiment_queue, new_prefix
+from fleetlab.composition.pipeline import TRANSIENT_BACKOFF, Fleet
+from fleetlab.composition.topology import experiment_queue, new_prefix
+from fleetlab.core.errors import AlreadyInProgress, LeaseLost, ModelError, Timeout
+from fleetlab.core.faults import Crash, CrashPoint, FaultPlan, Latency
+from fleetlab.core.ledger import EffectsLedger
+from fleetlab.core.tracing import Tracer
+from fleetlab.services.agents.model import FakeModel, LatencyProfile, ModelResult
+from fleetlab.services.events.envelope import Envelope
+from fleetlab.services.sqs.esm import BatchPoller
+from fleetlab.services.sqs.worker import QueueWorker
+from fleetlab.services.state.idempotency import Claim, IdempotencyStore
 
 pytestmark = pytest.mark.contract
 

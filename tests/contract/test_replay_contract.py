@@ -4,9 +4,9 @@ import datetime as dt
 
 import pytest
 
-from fleetlab.aws.topology import new_prefix
-from fleetlab.events.replay import excluding_replays
-from fleetlab.experiments.replay import COMPLETED_STEPS, ReplayBench, Target
+from fleetlab.composition.topology import new_prefix
+from fleetlab.course.experiments.replay import COMPLETED_STEPS, ReplayBench, Target
+from fleetlab.services.events.replay import excluding_replays
 
 pytestmark = pytest.mark.contract
 

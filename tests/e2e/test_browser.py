@@ -21,10 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from main_widget import DeclarationError, MainWidget, declared_main_widget
 from playwright.sync_api import Locator, Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
-
-from main_widget import DeclarationError, MainWidget, declared_main_widget
 
 pytestmark = pytest.mark.e2e
 

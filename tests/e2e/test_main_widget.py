@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from main_widget import DeclarationError, declared_main_widget
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

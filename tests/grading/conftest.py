@@ -15,7 +15,7 @@ from types import ModuleType
 
 import pytest
 
-from fleetlab.grading import registry, session
+from fleetlab.course.grading import registry, session
 
 FIXTURES = Path(__file__).parent / "fixtures"
 collect_ignore = ["fixtures"]

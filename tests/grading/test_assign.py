@@ -2,10 +2,10 @@ import shutil
 
 import nbformat
 import pytest
+from fleetlab_instructor.grading.assign import assign, render, stale, strip_solutions, student_version
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from fleetlab.errors import InvalidInput
-from fleetlab.grading.assign import assign, render, stale, strip_solutions, student_version
+from fleetlab.core.errors import InvalidInput
 
 from .conftest import FIXTURES
 

@@ -1,9 +1,9 @@
 import pytest
 from botocore.exceptions import ClientError
 
-from fleetlab.aws.topology import experiment_queue, new_prefix
-from fleetlab.grading.calls import CallLog
-from fleetlab.aws.backends import open_backend
+from fleetlab.backends.backend import open_backend
+from fleetlab.composition.topology import experiment_queue, new_prefix
+from fleetlab.course.grading.calls import CallLog
 
 
 @pytest.fixture

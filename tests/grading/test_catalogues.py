@@ -9,9 +9,9 @@ only by the hidden cases. The fixture lab's checks are held to the same rules.
 
 import pytest
 
-from fleetlab import lab
-from fleetlab.grading import registry, run_check
-from fleetlab.grading.results import Status
+from fleetlab.course import lab
+from fleetlab.course.grading import registry, run_check
+from fleetlab.course.grading.results import Status
 
 from .conftest import load_fixture_checks
 

@@ -1,7 +1,7 @@
 import pytest
 
-from fleetlab.grading import display
-from fleetlab.grading.results import CaseResult, CheckResult, Status
+from fleetlab.course.grading import display
+from fleetlab.course.grading.results import CaseResult, CheckResult, Status
 
 SCORING = "3 points, 0.75 for each of 4 cases (3 here, 1 more at grading)"
 

@@ -4,9 +4,8 @@ import os
 import time
 
 import nbformat
+from fleetlab_tools.kernel import NotebookKernel
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
-
-from fleetlab.grading.executor import NotebookKernel
 
 
 def notebook(*sources):

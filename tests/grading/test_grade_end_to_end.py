@@ -6,10 +6,10 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from fleetlab_instructor.grading.sandbox import kernel_env
+from fleetlab_tools.kernel import NotebookKernel
 
 from fleetlab.cli import main
-from fleetlab.grading.executor import NotebookKernel
-from fleetlab.grading.sandbox import kernel_env
 
 from .conftest import FIXTURES
 

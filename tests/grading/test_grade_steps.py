@@ -2,11 +2,7 @@
 
 import nbformat
 import pytest
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
-
-from fleetlab.grading import GRADES_MIME
-from fleetlab.grading.executor import CellRun, KernelStartFailed
-from fleetlab.grading.grade import (
+from fleetlab_instructor.grading.grade import (
     STEPS,
     Job,
     Limits,
@@ -17,6 +13,10 @@ from fleetlab.grading.grade import (
     report,
     score,
 )
+from fleetlab_tools.kernel import CellRun, KernelStartFailed
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+from fleetlab.course.grading import GRADES_MIME
 
 
 class ScriptedKernel:
@@ -228,7 +228,7 @@ def test_grade_job_always_stops_the_kernel_and_reports_a_broken_step(monkeypatch
         raise RuntimeError("zmq socket closed")
 
     monkeypatch.setattr(
-        "fleetlab.grading.grade.STEPS",
+        "fleetlab_instructor.grading.grade.STEPS",
         (("prepare", prepare), ("execute", execute), ("add hidden cases", explode), ("report", report)),
     )
     row = grade_job(broken)

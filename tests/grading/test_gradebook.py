@@ -1,7 +1,7 @@
 import csv
 
-from fleetlab.grading.grade import GradeRow
-from fleetlab.grading.gradebook import write_csv
+from fleetlab_instructor.grading.grade import GradeRow
+from fleetlab_instructor.grading.gradebook import write_csv
 
 
 def test_a_folder_of_several_labs_leaves_foreign_checks_blank(tmp_path):

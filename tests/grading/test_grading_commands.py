@@ -3,9 +3,9 @@
 import nbformat
 from nbformat.v4 import new_code_cell, new_notebook
 
-from fleetlab.grading import check
 from fleetlab.cli import main
-from fleetlab.grading.checks import lab00
+from fleetlab.course.checks import lab00
+from fleetlab.course.grading import check
 
 
 def test_progress_shows_each_lab_and_its_checks(capsys, fleetlab_home):

@@ -3,8 +3,8 @@ the learner's own bug is reported as theirs, and diagnoses come from what happen
 
 import pytest
 
-from fleetlab.grading import get_check, run_check
-from fleetlab.grading.results import Status
+from fleetlab.course.grading import get_check, run_check
+from fleetlab.course.grading.results import Status
 
 
 @pytest.fixture(autouse=True)

@@ -5,13 +5,13 @@ import math
 
 import pytest
 
-from fleetlab.aws.backends import open_backend
-from fleetlab.experiments.autoscaling import MODEL_QUEUE, burst
-from fleetlab.grading import get_check, run_check
-from fleetlab.grading.checks.lab05 import burst as burst_check
-from fleetlab.grading.checks.lab05 import queue_length
-from fleetlab.grading.results import Status
-from fleetlab.scaling.manifest import scaled_object
+from fleetlab.backends.backend import open_backend
+from fleetlab.composition.scaling.manifest import scaled_object
+from fleetlab.course.checks.lab05 import burst as burst_check
+from fleetlab.course.checks.lab05 import queue_length
+from fleetlab.course.experiments.autoscaling import MODEL_QUEUE, burst
+from fleetlab.course.grading import get_check, run_check
+from fleetlab.course.grading.results import Status
 
 
 @pytest.fixture

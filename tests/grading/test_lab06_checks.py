@@ -4,8 +4,8 @@ by name, and a pattern the backend takes but AWS refuses is judged as AWS would.
 
 import pytest
 
-from fleetlab.grading import get_check, run_check
-from fleetlab.grading.results import Status
+from fleetlab.course.grading import get_check, run_check
+from fleetlab.course.grading.results import Status
 
 
 def stub_targets(target, replay_age): ...

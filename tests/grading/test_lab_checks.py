@@ -3,10 +3,10 @@ inputs can tell answers apart, and diagnoses come from what happened."""
 
 import pytest
 
-from fleetlab.grading import get_check, run_check, runner
-from fleetlab.grading.checks.lab01 import visibility
-from fleetlab.grading.checks.lab02 import consumer
-from fleetlab.grading.results import Status
+from fleetlab.course.checks.lab01 import visibility
+from fleetlab.course.checks.lab02 import consumer
+from fleetlab.course.grading import get_check, run_check, runner
+from fleetlab.course.grading.results import Status
 
 
 @pytest.mark.parametrize("check_id", ["00.planes", "02.window", "05.max_replicas", "05.bill"])

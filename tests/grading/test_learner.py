@@ -2,7 +2,12 @@ import asyncio
 
 import pytest
 
-from fleetlab.grading.learner import describe_learner_error, is_unfinished, learner_frames, raised_by_learner_stub
+from fleetlab.course.grading.learner import (
+    describe_learner_error,
+    is_unfinished,
+    learner_frames,
+    raised_by_learner_stub,
+)
 
 
 def stub(x): ...

@@ -5,8 +5,8 @@ from datetime import UTC, datetime, timedelta
 import time_machine
 
 from fleetlab.cli import main
-from fleetlab.grading import progress
-from fleetlab.grading.results import CheckResult, Status
+from fleetlab.course.grading import progress
+from fleetlab.course.grading.results import CheckResult, Status
 
 
 def result(check_id="00.planes", status=Status.PASS, points=1.0, grader_adds=0):
@@ -70,7 +70,7 @@ def test_an_unreadable_file_starts_afresh(fleetlab_home):
 
 
 def test_the_widget_shows_a_lab_and_refreshes_after_each_check():
-    from fleetlab.grading import progress_widget
+    from fleetlab.course.grading import progress_widget
 
     widget = progress_widget("00")
     assert "00.planes" in widget.table.value and "not run" in widget.table.value

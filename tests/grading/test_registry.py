@@ -1,7 +1,7 @@
 import pytest
 
-from fleetlab.errors import InvalidInput
-from fleetlab.grading import Case, CaseOutcome, get_check, register, registry
+from fleetlab.core.errors import InvalidInput
+from fleetlab.course.grading import Case, CaseOutcome, get_check, register, registry
 
 
 def test_a_check_of_a_shipped_lab_is_found_by_importing_its_module():

@@ -4,12 +4,11 @@ from dataclasses import dataclass
 
 import pytest
 
-from fleetlab import lab
-from fleetlab.grading import Case, CaseOutcome, Status, get_check, register, registry, run_check, runner
-
-from fleetlab.aws.backends import Backend
-from fleetlab.clock import VirtualClock, wait_until
-from fleetlab.timescale import ScaledClock
+from fleetlab.backends.backend import Backend
+from fleetlab.core.clock import VirtualClock, wait_until
+from fleetlab.core.timescale import ScaledClock
+from fleetlab.course import lab
+from fleetlab.course.grading import Case, CaseOutcome, Status, get_check, register, registry, run_check, runner
 
 from .answers import body_is_ellipsis, divides, not_written, spins, waits_forever
 

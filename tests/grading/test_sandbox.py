@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from fleetlab.grading.sandbox import kernel_env
+from fleetlab_instructor.grading.sandbox import kernel_env
 
 GRADER = {
     "PATH": "/usr/bin",

@@ -2,9 +2,9 @@ import json
 
 import pytest
 
-from fleetlab.grading import check, get_check, grade_session, progress
-from fleetlab.grading.checks import lab00
-from fleetlab.grading.session import UnexpectedCheckStatus
+from fleetlab.course.checks import lab00
+from fleetlab.course.grading import check, get_check, grade_session, progress
+from fleetlab.course.grading.session import UnexpectedCheckStatus
 
 from .answers import good_handle
 

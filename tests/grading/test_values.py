@@ -4,8 +4,8 @@ from fractions import Fraction
 import numpy
 import pytest
 
-from fleetlab.errors import InvalidInput
-from fleetlab.grading.values import duration, seconds
+from fleetlab.core.errors import InvalidInput
+from fleetlab.course.grading.values import duration, seconds
 
 
 @pytest.mark.parametrize(

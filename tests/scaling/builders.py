@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fleetlab.scaling.manifest import Behavior, ScalingPolicy, ScalingRules, scaled_object
+from fleetlab.composition.scaling.manifest import Behavior, ScalingPolicy, ScalingRules, scaled_object
 
 QUEUE = "https://sqs.us-east-1.amazonaws.com/111122223333/agent-researcher"
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from fleetlab.scaling.autoscaler import Autoscaler, replicas_over_time
-from fleetlab.scaling.hpa import HpaSettings
-from fleetlab.scaling.scaler import QueueAttributes
+from fleetlab.composition.scaling.autoscaler import Autoscaler, replicas_over_time
+from fleetlab.composition.scaling.hpa import HpaSettings
+from fleetlab.composition.scaling.scaler import QueueAttributes
 
 from .builders import so
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from fleetlab.errors import InvalidInput
-from fleetlab.scaling.capacity import capacity, daily_bill, fleet_scaled_object, priced
-from fleetlab.scaling.tradeoff import latency_and_cost
+from fleetlab.composition.scaling.capacity import capacity, daily_bill, fleet_scaled_object, priced
+from fleetlab.composition.scaling.tradeoff import latency_and_cost
+from fleetlab.core.errors import InvalidInput
 
 
 def test_the_worked_fleet_of_the_seed():

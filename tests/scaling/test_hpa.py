@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from fleetlab.scaling.hpa import Hpa, HpaSettings
-from fleetlab.scaling.manifest import ScalingRules
+from fleetlab.composition.scaling.hpa import Hpa, HpaSettings
+from fleetlab.composition.scaling.manifest import ScalingRules
 
 from .builders import behavior, pods, so
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from fleetlab.errors import InvalidInput
-from fleetlab.scaling.keda import KedaOperator
-from fleetlab.scaling.scaler import QueueAttributes, explain_metric, is_active, queue_length
+from fleetlab.composition.scaling.keda import KedaOperator
+from fleetlab.composition.scaling.scaler import QueueAttributes, explain_metric, is_active, queue_length
+from fleetlab.core.errors import InvalidInput
 
 from .builders import so
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import fleetlab.scaling
+import fleetlab.composition.scaling
 
-PACKAGE = Path(fleetlab.scaling.__file__).parent
+PACKAGE = Path(fleetlab.composition.scaling.__file__).parent
 HEAVY = ("boto3", "botocore", "moto", "time_machine")
 TALKS_TO_A_BACKEND = {"realloop.py"}
 
@@ -27,8 +27,8 @@ def test_only_the_real_loop_reaches_a_backend():
     for path in sorted(PACKAGE.glob("*.py")):
         imported = imported_modules(path)
         heavy = {name for name in imported if name.split(".")[0] in HEAVY}
-        backend = {name for name in imported if name.startswith("..aws") or name.startswith("..sqs")}
+        backend = {name for name in imported if name.startswith(("fleetlab.backends", "fleetlab.services"))}
         if path.name in TALKS_TO_A_BACKEND:
-            assert backend, f"{path.name} should use the backend through fleetlab.aws"
+            assert backend, f"{path.name} should use the backend through fleetlab.backends"
             continue
         assert not heavy and not backend, f"{path.name} imports {sorted(heavy | backend)}"

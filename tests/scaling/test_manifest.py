@@ -5,10 +5,14 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from fleetlab.errors import InvalidInput
-from fleetlab.scaling.manifest import (
-    from_manifest, load_scaled_object, parse_scaled_object, save_scaled_object, scaled_object,
+from fleetlab.composition.scaling.manifest import (
+    from_manifest,
+    load_scaled_object,
+    parse_scaled_object,
+    save_scaled_object,
+    scaled_object,
 )
+from fleetlab.core.errors import InvalidInput
 
 
 def test_the_seed_manifest_reads_with_keda_defaults(manifest_text):

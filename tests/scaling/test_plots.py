@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from fleetlab.notebook.scaling_plots import fleet_timeline, tradeoff_curve
-from fleetlab.scaling.simulator import Pods, Workload, simulate
-from fleetlab.scaling.tradeoff import latency_and_cost
+from fleetlab.composition.scaling.simulator import Pods, Workload, simulate
+from fleetlab.composition.scaling.tradeoff import latency_and_cost
+from fleetlab.display.scaling_plots import fleet_timeline, tradeoff_curve
 
 from .builders import so
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from fleetlab.aws.backends import open_backend
-from fleetlab.aws.topology import experiment_queue, new_prefix
-from fleetlab.errors import InvalidInput
-from fleetlab.scaling.realloop import read_queue, run_real_loop, send_documents
-from fleetlab.scaling.scaler import QueueAttributes
-from fleetlab.scaling.simulator import Pods, Workload, simulate
+from fleetlab.backends.backend import open_backend
+from fleetlab.composition.scaling.realloop import read_queue, run_real_loop, send_documents
+from fleetlab.composition.scaling.scaler import QueueAttributes
+from fleetlab.composition.scaling.simulator import Pods, Workload, simulate
+from fleetlab.composition.topology import experiment_queue, new_prefix
+from fleetlab.core.errors import InvalidInput
 
 from .builders import so
 

@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from fleetlab.aws.topology import experiment_queue, new_prefix
-from fleetlab.scaling.hpa import HpaSettings
-from fleetlab.scaling.realloop import run_real_loop
+from fleetlab.composition.scaling.hpa import HpaSettings
+from fleetlab.composition.scaling.realloop import run_real_loop
+from fleetlab.composition.topology import experiment_queue, new_prefix
 
 from .builders import so
 from .test_realloop import FALL, RISE

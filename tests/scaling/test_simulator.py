@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from fleetlab.errors import InvalidInput
-from fleetlab.scaling.simulator import Pods, Workload, simulate
+from fleetlab.composition.scaling.simulator import Pods, Workload, simulate
+from fleetlab.core.errors import InvalidInput
 
 from .builders import so
 

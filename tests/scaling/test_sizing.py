@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from fleetlab.errors import InvalidInput
-from fleetlab.scaling.scaler import QueueAttributes
-from fleetlab.scaling.sizing import size
+from fleetlab.composition.scaling.scaler import QueueAttributes
+from fleetlab.composition.scaling.sizing import size
+from fleetlab.core.errors import InvalidInput
 
 from .builders import so
 

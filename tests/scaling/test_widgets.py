@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fleetlab.notebook.scaling_widgets import tradeoff_explorer
+from fleetlab.display.scaling_widgets import tradeoff_explorer
 
 
 def controls(explorer) -> tuple[dict, object]:

@@ -8,10 +8,10 @@ import json
 
 import pytest
 
-from fleetlab.aws.backends import open_backend
-from fleetlab.aws.resources import Resources
-from fleetlab.errors import AslError
-from fleetlab.stepfunctions import asl, machines
+from fleetlab.backends.backend import open_backend
+from fleetlab.backends.resources import Resources
+from fleetlab.core.errors import AslError
+from fleetlab.services.stepfunctions import asl, machines
 
 QUEUE = "https://sqs.us-east-1.amazonaws.com/123456789012/tokens"
 

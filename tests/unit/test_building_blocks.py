@@ -4,13 +4,13 @@ import time
 
 import pytest
 
-from fleetlab.clock import VirtualClock
-from fleetlab.errors import AslError, ConfigError, InvalidInput, WorkerCrashed
-from fleetlab.faults import Crash, CrashPoint, FaultPlan
-from fleetlab.ledger import EffectsLedger
-from fleetlab.agents.model import FakeModel, LatencyProfile
-from fleetlab.stepfunctions.asl import orchestrator_definition, validate_asl
-from fleetlab.aws.topology import AgentClass, TopologySpec, visibility_for
+from fleetlab.composition.topology import AgentClass, TopologySpec, visibility_for
+from fleetlab.core.clock import VirtualClock
+from fleetlab.core.errors import AslError, ConfigError, InvalidInput, WorkerCrashed
+from fleetlab.core.faults import Crash, CrashPoint, FaultPlan
+from fleetlab.core.ledger import EffectsLedger
+from fleetlab.services.agents.model import FakeModel, LatencyProfile
+from fleetlab.services.stepfunctions.asl import orchestrator_definition, validate_asl
 
 
 @pytest.fixture

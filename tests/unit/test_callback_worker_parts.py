@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from fleetlab.errors import InvalidInput
-from fleetlab.stepfunctions.executions import HistoryRow
-from fleetlab.stepfunctions.timeline import rows, timeline, token_labels
-from fleetlab.stepfunctions.worker import Call, read_task
+from fleetlab.core.errors import InvalidInput
+from fleetlab.services.stepfunctions.executions import HistoryRow
+from fleetlab.services.stepfunctions.timeline import rows, timeline, token_labels
+from fleetlab.services.stepfunctions.worker import Call, read_task
 
 
 def message(body):

@@ -5,8 +5,8 @@ import time
 
 import pytest
 
-from fleetlab.clock import ActorCancelled, RealClock, VirtualClock, running, side_by_side, stop_threads, wait_until
-from fleetlab.errors import ConfigError, Timeout
+from fleetlab.core.clock import ActorCancelled, RealClock, VirtualClock, running, side_by_side, stop_threads, wait_until
+from fleetlab.core.errors import ConfigError, Timeout
 
 
 class FakeRealTime:

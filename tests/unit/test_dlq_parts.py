@@ -13,16 +13,16 @@ from aws_lambda_powertools.utilities.batch import (
 )
 from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
 
-from fleetlab.aws.backends import open_backend
-from fleetlab.aws.topology import experiment_queue, experiment_table, new_prefix
-from fleetlab.errors import EnvelopeError, InvalidInput, ModelError, Timeout, WorkerCrashed
-from fleetlab.experiments.poison import GroupProgress
-from fleetlab.notebook import failure_classes, group_progress
-from fleetlab.notebook.dlq_widgets import progress_at
-from fleetlab.sqs import dlq
-from fleetlab.sqs.esm import partial_batch_response
-from fleetlab.sqs.lastattempt import LastAttempt
-from fleetlab.state.responses import ResponseStore
+from fleetlab.backends.backend import open_backend
+from fleetlab.composition.topology import experiment_queue, experiment_table, new_prefix
+from fleetlab.core.errors import EnvelopeError, InvalidInput, ModelError, Timeout, WorkerCrashed
+from fleetlab.course.experiments.poison import GroupProgress
+from fleetlab.display import failure_classes, group_progress
+from fleetlab.display.dlq_widgets import progress_at
+from fleetlab.services.sqs import dlq
+from fleetlab.services.sqs.esm import partial_batch_response
+from fleetlab.services.sqs.lastattempt import LastAttempt
+from fleetlab.services.state.responses import ResponseStore
 
 
 @pytest.mark.parametrize(

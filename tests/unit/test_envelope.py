@@ -3,7 +3,8 @@ from dataclasses import replace
 
 import pytest
 
-from fleetlab.events.envelope import (
+from fleetlab.core.errors import EnvelopeError
+from fleetlab.services.events.envelope import (
     PUT_EVENTS_REQUEST_LIMIT,
     REQUESTED,
     Envelope,
@@ -11,7 +12,6 @@ from fleetlab.events.envelope import (
     entry_size,
     validate_detail,
 )
-from fleetlab.errors import EnvelopeError
 
 STEP = Envelope("conv-8842-step-7", "8842", 7, "researcher", payload={"q": "why"})
 

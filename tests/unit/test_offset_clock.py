@@ -2,10 +2,10 @@
 
 import time
 
-from fleetlab.aws.backends import open_backend
-from fleetlab.aws.topology import experiment_table, new_prefix
-from fleetlab.clock import OffsetClock, RealClock, library_clock
-from fleetlab.state.idempotency import Claim, Completed, IdempotencyStore
+from fleetlab.backends.backend import open_backend
+from fleetlab.composition.topology import experiment_table, new_prefix
+from fleetlab.core.clock import OffsetClock, RealClock, library_clock
+from fleetlab.services.state.idempotency import Claim, Completed, IdempotencyStore
 
 
 def test_an_offset_clock_jumps_on_sleep_and_otherwise_follows_wall_time():
@@ -40,7 +40,7 @@ def test_an_idempotency_record_expires_on_the_offset_clock():
 
 
 def test_an_offset_clock_over_a_scaled_clock_follows_lab_time_and_jumps_alone():
-    from fleetlab.timescale import ScaledClock
+    from fleetlab.core.timescale import ScaledClock
 
     wall = [1_000.0]
     backend_clock = ScaledClock(60, wall=lambda: wall[0], pause=lambda s: None)

@@ -2,9 +2,9 @@
 
 import pytest
 
-from fleetlab.errors import InvalidInput
-from fleetlab.events import replay as replays
-from fleetlab.events.retry import (
+from fleetlab.core.errors import InvalidInput
+from fleetlab.services.events import replay as replays
+from fleetlab.services.events.retry import (
     BACKOFF,
     BOUNDED,
     CLASSIC_DEFAULT,
@@ -12,7 +12,7 @@ from fleetlab.events.retry import (
     Posture,
     RetryPolicy,
 )
-from fleetlab.state.window import DuplicateSources
+from fleetlab.services.state.window import DuplicateSources
 
 DAY = 86_400
 

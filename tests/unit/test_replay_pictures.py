@@ -4,9 +4,9 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-from fleetlab.events.retry import BOUNDED, STANDARD_POSTURES, Posture  # noqa: E402
-from fleetlab.notebook import outage_explorer, outage_posture, outage_table, window_timeline  # noqa: E402
-from fleetlab.state.window import DuplicateSources  # noqa: E402
+from fleetlab.display import outage_explorer, outage_posture, outage_table, window_timeline  # noqa: E402
+from fleetlab.services.events.retry import BOUNDED, STANDARD_POSTURES, Posture  # noqa: E402
+from fleetlab.services.state.window import DuplicateSources  # noqa: E402
 
 DAY = 86_400
 

@@ -4,9 +4,9 @@ import datetime as dt
 
 import pytest
 
-from fleetlab.clock import RealClock
-from fleetlab.errors import ReplayFailed, Timeout
-from fleetlab.events.replay import wait_for_replay
+from fleetlab.core.clock import RealClock
+from fleetlab.core.errors import ReplayFailed, Timeout
+from fleetlab.services.events.replay import wait_for_replay
 
 WINDOW = {"EventStartTime": dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc),
           "EventEndTime": dt.datetime(2026, 11, 2, tzinfo=dt.timezone.utc)}

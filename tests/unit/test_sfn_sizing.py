@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from fleetlab.errors import InvalidInput
-from fleetlab.stepfunctions import sizing
+from fleetlab.core.errors import InvalidInput
+from fleetlab.services.stepfunctions import sizing
 
 
 def test_a_twelve_step_chain_at_thirty_seconds_is_over_express():

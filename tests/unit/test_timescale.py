@@ -6,10 +6,10 @@ import threading
 
 import pytest
 
-from fleetlab import timescale
-from fleetlab.errors import ConfigError, InvalidInput
-from fleetlab.timescale import ScaledClock, describe_scale, service_seconds, time_scale
-from fleetlab.waits import WaitMeter
+from fleetlab.core import timescale
+from fleetlab.core.errors import ConfigError, InvalidInput
+from fleetlab.core.timescale import ScaledClock, describe_scale, service_seconds, time_scale
+from fleetlab.core.waits import WaitMeter
 
 START = 1_800_000_000.0
 

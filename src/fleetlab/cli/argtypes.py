@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Sequence
 
-from ..aws.sweep import check_prefix
-from ..errors import InvalidInput
+from fleetlab.backends.sweep import check_prefix
+from fleetlab.core.errors import InvalidInput
 
 
 def non_negative_int(text: str) -> int:

@@ -10,8 +10,8 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from ..scaling.capacity import IN_FLIGHT_CAP, Capacity, capacity
-from .argtypes import positive_int, positive_float
+from fleetlab.cli.argtypes import positive_float, positive_int
+from fleetlab.composition.scaling.capacity import IN_FLIGHT_CAP, Capacity, capacity
 
 
 def add_command(subparsers: Any) -> None:

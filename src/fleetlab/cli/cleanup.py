@@ -8,10 +8,10 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from ..aws import sweep
-from ..aws.backends import open_backend
-from .argtypes import resource_prefix
-from .options import add_backend_flag
+from fleetlab.backends import sweep
+from fleetlab.backends.backend import open_backend
+from fleetlab.cli.argtypes import resource_prefix
+from fleetlab.cli.options import add_backend_flag
 
 
 def add_command(subparsers: Any) -> None:

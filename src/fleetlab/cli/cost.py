@@ -7,7 +7,7 @@ from typing import Any
 
 from rich.console import Console
 
-from ..aws import cost
+from fleetlab.composition import cost
 
 
 def add_command(subparsers: Any) -> None:

@@ -7,9 +7,9 @@ from typing import Any
 
 from rich.console import Console
 
-from .. import demo
-from .argtypes import non_negative_int, positive_int
-from .options import add_backend_flag
+from fleetlab.cli.argtypes import non_negative_int, positive_int
+from fleetlab.cli.options import add_backend_flag
+from fleetlab.course import demo
 
 
 def add_command(subparsers: Any) -> None:

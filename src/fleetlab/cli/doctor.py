@@ -9,10 +9,10 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from ..aws.backends import open_backend
-from ..timescale import describe_scale
-from ..versions import package_version
-from .options import add_backend_flag
+from fleetlab.backends.backend import open_backend
+from fleetlab.cli.options import add_backend_flag
+from fleetlab.core.timescale import describe_scale
+from fleetlab.core.versions import package_version
 
 PACKAGES = ("fleetlab", "boto3", "moto", "time-machine", "aws-lambda-powertools", "jupyterlab", "nbclient", "nbval")
 
@@ -25,7 +25,7 @@ def add_command(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
-    from ..fidelity import probe
+    from fleetlab.backends.fidelity import probe
 
     backend = open_backend(args.backend)
     try:

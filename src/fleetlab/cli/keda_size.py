@@ -11,12 +11,12 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from ..errors import InvalidInput
-from ..scaling.manifest import load_scaled_object
-from ..scaling.scaler import QueueAttributes
-from ..scaling.sizing import Sizing, size
-from .argtypes import non_negative_int
-from .options import add_backend_flag
+from fleetlab.cli.argtypes import non_negative_int
+from fleetlab.cli.options import add_backend_flag
+from fleetlab.composition.scaling.manifest import load_scaled_object
+from fleetlab.composition.scaling.scaler import QueueAttributes
+from fleetlab.composition.scaling.sizing import Sizing, size
+from fleetlab.core.errors import InvalidInput
 
 
 def add_command(subparsers: Any) -> None:
@@ -78,8 +78,8 @@ def reading(args: argparse.Namespace) -> tuple[QueueAttributes, str]:
 
 def read_live(queue_url: str, backend_name: str | None) -> QueueAttributes:
     """GetQueueAttributes on the chosen backend (default ``$FLEETLAB_BACKEND`` or moto)."""
-    from ..aws.backends import open_backend
-    from ..scaling.realloop import read_queue
+    from fleetlab.backends.backend import open_backend
+    from fleetlab.composition.scaling.realloop import read_queue
 
     backend = open_backend(backend_name)
     try:

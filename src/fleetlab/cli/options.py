@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..aws.backends import BACKEND_NAMES
+from fleetlab.backends.backend import BACKEND_NAMES
 
 
 def add_backend_flag(parser: argparse.ArgumentParser) -> None:

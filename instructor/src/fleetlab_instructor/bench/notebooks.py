@@ -1,0 +1,150 @@
+"""The notebooks measured: each lab's headless run time and the batch grader's throughput."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from fleetlab_instructor.bench.report import not_measured, row
+
+LAB_GOAL_DEFAULT = 20.0
+"""Seconds for a lab, headless, on the default backend: the course's target for every lab."""
+
+LAB_GOALS = {"04": 30.0, "07": 45.0}
+"""The course's two exceptions, named ahead of their labs so the bench holds them to it when they land:
+04 waits on Step Functions timers, which run in real time; 07 is the whole-fleet capstone."""
+GRADE_GOAL = 30.0  # notebooks per minute on 2 cores: the course's target for `fleetlab grade`
+
+
+def default_notebooks(root: Path | None = None) -> list[Path]:
+    """Instructor notebooks (``labs/solutions/*.ipynb``), then ``labs/*.ipynb``."""
+    labs = _labs_folder(root)
+    if labs is None:
+        return []
+    return sorted(labs.glob("solutions/*.ipynb")) + sorted(labs.glob("*.ipynb"))
+
+
+def lab_goal(path: Path) -> float:
+    """The headless time goal of a lab notebook, from its number."""
+    return LAB_GOALS.get(path.name[:2], LAB_GOAL_DEFAULT)
+
+
+def lab_run_times(notebooks: Sequence[Path] | None = None, *, timeout: float = 120) -> dict[str, Any]:
+    """Run each notebook headless in a fresh kernel on the moto backend; time each.
+
+    The kernel gets ``FLEETLAB_BACKEND=moto`` (the default backend) and a
+    fresh, throwaway ``FLEETLAB_HOME`` per run, so checks run here never touch
+    a learner's progress and every run starts with a cold fidelity cache (as
+    in the grader, where each notebook gets a fresh home). Each cell may run
+    ``timeout`` seconds.
+    """
+    paths = list(notebooks) if notebooks is not None else default_notebooks()
+    runs: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="fleetlab-bench-") as home:
+        env = {k: v for k, v in os.environ.items() if k not in ("FLEETLAB_ALLOW_REAL_AWS",)}
+        env["FLEETLAB_BACKEND"] = "moto"
+        for path in paths:
+            run = execute_notebook(path, env={**env, "FLEETLAB_HOME": tempfile.mkdtemp(dir=home)}, timeout=timeout)
+            goal = lab_goal(path)
+            label = _display_path(path)
+            runs.append({"notebook": label, "goal_seconds": goal, **run})
+            rows.append(row(f"lab {label}", "moto", run["wall_seconds"], "s", goal=f"<= {goal:g} s",
+                            met=(run["wall_seconds"] <= goal) and not run["error"], note=run["error"]))
+    if not paths:
+        rows.append(row("lab notebooks", "moto", None, "s", note="no notebooks found under labs/"))
+    return {"name": "labs", "backend": "moto", "timeout": timeout, "runs": runs,
+            "error": "; ".join(f"{r['notebook']}: {r['error']}" for r in runs if r["error"]), "rows": rows}
+
+
+def execute_notebook(path: Path, *, env: dict[str, str], timeout: float) -> dict[str, Any]:
+    """One headless run of ``path`` in a fresh kernel (in its folder): its time and its slowest cells.
+
+    The cells run through ``grading.executor.NotebookKernel`` (the grader's
+    executor), each for at most ``timeout`` seconds; the run stops at the
+    first cell that raises, overruns or kills the kernel, and ``error`` names it.
+    """
+    import nbformat
+    from fleetlab_tools.kernel import CellRun, CellStatus, KernelStartFailed, NotebookKernel
+
+    nb = nbformat.read(path, as_version=4)
+    runs: list[CellRun] = []
+    error = ""
+    kernel_ready: float | None = None
+    t0 = time.perf_counter()
+    try:
+        with NotebookKernel(nb, env=env, cwd=path.parent) as kernel:
+            kernel_ready = time.perf_counter() - t0
+            runs = kernel.run_code_cells(timeout)
+    except KernelStartFailed as exc:  # a notebook that cannot run is a result, not the end of the bench
+        error = str(exc)
+    seconds = {ran.index: ran.seconds for ran in runs}
+    if runs and runs[-1].status != CellStatus.OK:
+        error = f"cell {runs[-1].index}: {' '.join(runs[-1].error.split())[:200]}"
+    return {
+        "wall_seconds": time.perf_counter() - t0,
+        "kernel_start_seconds": kernel_ready,
+        "cells_seconds": sum(seconds.values()),
+        "slowest_cells": _slowest_cells(nb, seconds, 3),
+        "error": error,
+    }
+
+
+def _slowest_cells(nb: Any, seconds: dict[int, float], count: int) -> list[dict[str, Any]]:
+    ranked = sorted(seconds.items(), key=lambda item: -item[1])[:count]
+    return [{"cell": index, "seconds": round(taken, 3),
+             "first_line": (nb.cells[index].source.strip().splitlines() or [""])[0][:80]}
+            for index, taken in ranked]
+
+
+def grade_throughput(notebooks: Sequence[Path] | None = None, *, workers: int = 2, min_jobs: int = 4) -> dict[str, Any]:
+    """Notebooks graded per minute by ``fleetlab.course.grading``'s batch grader over the solution notebooks.
+
+    When there are fewer than ``min_jobs`` notebooks, the list is repeated
+    up to ``min_jobs`` so every worker has work (a batch of one notebook
+    measures latency, not throughput); the JSON says how many were distinct.
+    """
+    from fleetlab_instructor.grading.grade import grade_notebooks
+
+    labs = _labs_folder()
+    paths = list(notebooks) if notebooks is not None else (
+        sorted(labs.glob("solutions/*.ipynb")) if labs is not None else [])
+    if not paths:
+        return not_measured("grade throughput", None, "no solution notebooks found",
+                            unit="notebooks/min", goal=f">= {GRADE_GOAL:g}/min")
+    jobs = [paths[i % len(paths)] for i in range(max(len(paths), min_jobs))]
+    t0 = time.perf_counter()
+    graded = grade_notebooks(jobs, workers=workers, grader_env=dict(os.environ))
+    wall = time.perf_counter() - t0
+    rate = len(jobs) / wall * 60
+    errors = sorted({f"{Path(r.notebook).name}: {r.error}" for r in graded if r.error})
+    error = "; ".join(errors)
+    return {
+        "name": "grade",
+        "backend": "moto",
+        "notebooks": len(jobs),
+        "distinct_notebooks": len(paths),
+        "workers": workers,
+        "wall_seconds": wall,
+        "notebooks_per_minute": rate,
+        "totals": [r.total for r in graded],
+        "error": error,
+        "rows": [row(f"grade throughput ({len(jobs)} runs of {len(paths)} solution notebook(s), {workers} workers)",
+                     "moto", rate, "notebooks/min", goal=f">= {GRADE_GOAL:g}/min",
+                     met=(rate >= GRADE_GOAL) and not error, note=error)],
+    }
+
+
+def _labs_folder(root: Path | None = None) -> Path | None:
+    candidates = [root] if root is not None else [Path.cwd() / "labs", Path(__file__).resolve().parents[4] / "labs"]
+    return next((c for c in candidates if c is not None and c.is_dir()), None)
+
+
+def _display_path(path: Path) -> str:
+    parts = path.resolve().parts
+    return "/".join(parts[parts.index("labs"):]) if "labs" in parts else path.name
+

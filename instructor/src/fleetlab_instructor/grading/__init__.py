@@ -1,0 +1,1 @@
+"""Batch grading of submitted notebooks and writing the student notebooks."""

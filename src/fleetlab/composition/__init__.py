@@ -1,0 +1,1 @@
+"""Composition: the services wired into the reference fleet: topology, pipeline, scaling and cost."""

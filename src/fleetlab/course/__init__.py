@@ -1,0 +1,1 @@
+"""Course: lab sessions, experiments and the public side of every check."""

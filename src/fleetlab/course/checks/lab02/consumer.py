@@ -1,0 +1,324 @@
+"""Check ``02.consumer``: ``consumer(delivery, store)`` files one ticket per alert
+however often the alert arrives. The harness delivers six alerts (steps of
+three incidents, so a key on the conversation collides) through a real
+queue to two workers that crash at named points, and through a producer
+that published one alert twice (a key on the MessageId, or a read before the
+claim, files it twice). It demands exactly one ticket per alert, each filed
+by a delivery that won its claim on the store, and explains a wrong count
+from what each delivery did (its claims, its ticket, its crash).
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from dataclasses import dataclass, field
+from typing import Any
+
+from fleetlab.composition.topology import experiment_queue, experiment_table
+from fleetlab.core.errors import AlreadyInProgress, FleetlabError
+from fleetlab.core.faults import Crash, CrashPoint, FaultPlan, Latency
+from fleetlab.course.experiments.delivery import deliver_under_chaos
+from fleetlab.course.grading.registry import Case, CaseOutcome, RightAnswer, WrongAnswer, register
+from fleetlab.services.state.idempotency import COMPLETED, Claim, Completed, IdempotencyStore
+
+CONSUMER = "ticketing"
+INCIDENTS = {"alert-1": ("inc-7", 1), "alert-2": ("inc-7", 2), "alert-3": ("inc-7", 3),
+             "alert-4": ("inc-8", 1), "alert-5": ("inc-8", 2), "alert-6": ("inc-9", 1)}
+ALERTS = list(INCIDENTS)
+VISIBILITY = 120
+
+
+@dataclass(frozen=True)
+class Chaos(Case):
+    """How the alerts arrive: crashes at named points, and alerts published twice."""
+
+    crashes: tuple[Crash, ...] = ()
+    republished: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """One thing a delivery did: claimed (won, done, busy), filed its ticket, completed."""
+
+    seq: int
+    alert: str
+    delivery: str  # "<message id>#<receive>"
+    what: str
+    key: str = ""
+    consumer: str = ""
+
+    @property
+    def record(self) -> str:
+        """The record a claim named, shortly: ``'alert-2'`` (consumer 'ticketing')."""
+        key = self.key if len(self.key) <= 24 else self.key[:20] + "…"
+        return f"{key!r} (consumer {self.consumer!r})"
+
+
+@dataclass
+class _Journal:
+    """What every delivery did, in order; the consumer wrapper says which delivery is running."""
+
+    entries: list[_Entry] = field(default_factory=list)
+    current: threading.local = field(default_factory=threading.local)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def log(self, what: str, key: str = "", consumer: str = "") -> None:
+        alert, delivery = getattr(self.current, "delivery", ("", ""))
+        with self.lock:
+            self.entries.append(_Entry(len(self.entries), alert, delivery, what, key, consumer))
+
+    def of(self, alert: str) -> list[_Entry]:
+        return [entry for entry in self.entries if entry.alert == alert]
+
+
+class _WatchedStore(IdempotencyStore):
+    """The learner's store: the real one, with every claim and completion written in the journal."""
+
+    def __init__(self, *args: Any, journal: _Journal, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.journal = journal
+
+    def claim(self, key: str, consumer: str) -> Claim | Completed:
+        try:
+            outcome = super().claim(key, consumer)
+        except AlreadyInProgress:
+            self.journal.log("busy", key, consumer)
+            raise
+        self.journal.log("won" if isinstance(outcome, Claim) else "done", key, consumer)
+        return outcome
+
+    def complete(self, claim: Claim, result: Any) -> None:
+        super().complete(claim, result)
+        self.journal.log("complete", claim.key, claim.consumer)
+
+
+class _WatchedDelivery:
+    """The delivery as the learner sees it; filing the ticket is written in the journal."""
+
+    def __init__(self, delivery: Any, journal: _Journal) -> None:
+        self._delivery = delivery
+        self._journal = journal
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._delivery, name)
+
+    def record_effect(self, *args: Any, **kwargs: Any) -> Any:
+        effect = self._delivery.record_effect(*args, **kwargs)
+        self._journal.log("ticket")
+        return effect
+
+
+def _story(result: Any, alert: str) -> str:
+    receives = [h for h in result.tracer.timeline(alert) if h.name in ("received", "crashed")]
+    steps = ", ".join(
+        f"{h.name} by {h.component}" + (f" (receive {h.attrs['receive']})" if "receive" in h.attrs else "")
+        for h in receives
+    )
+    return steps or "never received"
+
+
+def _consumer_diagnosis(alert: str, tickets: int, journal: _Journal, result: Any) -> str:
+    """Why ``alert`` filed ``tickets`` tickets, from what each of its deliveries did."""
+    mine = journal.of(alert)
+    head = f"{alert} filed {tickets} ticket{'' if tickets == 1 else 's'}"
+    story = f" ({_story(result, alert)})"
+    claims = [entry for entry in mine if entry.what in ("won", "done", "busy")]
+    filers = [entry.delivery for entry in mine if entry.what == "ticket"]
+    if tickets == 0:
+        return head + _why_none(mine, journal) + story
+    unclaimed = [d for d in filers if not any(e.delivery == d and e.what == "won" for e in mine)]
+    if unclaimed:
+        return head + _why_unclaimed(unclaimed, mine, tickets) + story
+    records = sorted({entry.record for entry in claims if entry.delivery in filers})
+    if len(records) > 1:
+        return head + f": its deliveries claimed different records ({' and '.join(records[:2])}), so each won: " \
+            "that key names the delivery or the worker (a MessageId or a receipt handle changes when the work comes " \
+            "back); key the work itself, delivery.trace_id, under one consumer name" + story
+    if not any(entry.what == "complete" for entry in mine):
+        return head + f": each delivery won the claim on {records[0]} because none completed it; call " \
+            "store.complete(claim, result) after the ticket" + story
+    return head + ": the same work ran its effect again" + story
+
+
+def _why_unclaimed(unclaimed: list[str], mine: list[_Entry], tickets: int) -> str:
+    if any(e.delivery in unclaimed and e.what in ("done", "busy") for e in mine):
+        return (": a delivery filed its ticket before its claim found the work taken (a read, then the ticket, then "
+                "the claim): two deliveries at once both see no record; claim first, and file only when the claim is won")
+    if tickets > 1:
+        return (": none of its deliveries claimed the work on the store before filing, so nothing told a later "
+                "delivery it was done; claim the key with store.claim(key, name) before the ticket")
+    return (": a ticket was filed by a delivery that never won a claim on the store; what one worker remembers in "
+            "memory dies with it and never reaches the other workers: claim the key with store.claim first")
+
+
+def _why_none(mine: list[_Entry], journal: _Journal) -> str:
+    for entry in mine:
+        if entry.what == "done":
+            owner = next((e.alert for e in journal.entries if e.what == "complete" and e.key == entry.key), "")
+            if owner and owner != entry.alert:
+                return (f": its claim on {entry.record} found {owner}'s completed record: two alerts share that key; "
+                        "key each alert's own work, delivery.trace_id, not its incident (conversation)")
+    completed_first = [e for e in mine if e.what == "complete" and not any(
+        t.what == "ticket" and t.delivery == e.delivery and t.seq < e.seq for t in mine)]
+    if completed_first:
+        return (": its record was completed before its ticket was filed, and the worker crashed in between, so "
+                "every later delivery found the work done; file the ticket, then complete")
+    if not any(entry.what in ("won", "done", "busy") for entry in mine):
+        return ": its deliveries returned without claiming the work or filing a ticket"
+    return ": no delivery filed it"
+
+
+def _keyed(delivery: Any, store: IdempotencyStore, key: str, consumer: str = CONSUMER) -> Any:
+    outcome = store.claim(key, consumer)
+    if isinstance(outcome, Completed):
+        return outcome.result
+    delivery.record_effect(kind="ticket")
+    store.complete(outcome, "filed")
+    return "filed"
+
+
+def reference_consumer(delivery: Any, store: IdempotencyStore) -> Any:
+    """Claim the work's key (its trace_id); file only on a won claim; complete with the result."""
+    return _keyed(delivery, store, delivery.trace_id)
+
+
+def _releases_on_failure(delivery: Any, store: IdempotencyStore) -> Any:
+    outcome = store.claim(delivery.trace_id, "tickets")
+    if isinstance(outcome, Completed):
+        return outcome.result
+    try:
+        delivery.record_effect(kind="ticket")
+    except Exception:
+        store.release(outcome)
+        raise
+    store.complete(outcome, {"ticket": f"T-{delivery.trace_id}"})
+    return "filed"
+
+
+def _done_first(delivery: Any, store: IdempotencyStore) -> Any:
+    outcome = store.claim(delivery.trace_id, CONSUMER)
+    if isinstance(outcome, Completed):
+        return outcome.result
+    store.complete(outcome, "filed")
+    delivery.record_effect(kind="ticket")
+    return "filed"
+
+
+def _check_then_act(delivery: Any, store: IdempotencyStore) -> Any:
+    record = store.record(delivery.trace_id, CONSUMER)
+    if record is not None and record.get("status") == COMPLETED:
+        return record["result"]
+    delivery.record_effect(kind="ticket")
+    outcome = store.claim(delivery.trace_id, CONSUMER)
+    if isinstance(outcome, Claim):
+        store.complete(outcome, "filed")
+    return "filed"
+
+
+def _never_completes(delivery: Any, store: IdempotencyStore) -> Any:
+    outcome = store.claim(delivery.trace_id, CONSUMER)
+    if isinstance(outcome, Claim):
+        delivery.record_effect(kind="ticket")
+    return "filed"
+
+
+_REMEMBERED: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
+
+
+def _in_memory(delivery: Any, store: IdempotencyStore) -> Any:
+    seen = _REMEMBERED.setdefault(store, set())  # what one process remembers, for the life of one run
+    if delivery.trace_id not in seen:
+        seen.add(delivery.trace_id)
+        delivery.record_effect(kind="ticket")
+    return "filed"
+
+
+CONSUMER_RIGHT = (
+    RightAnswer("another key format and consumer name",
+                lambda d, store: _keyed(d, store, f"ticketing:{d.trace_id}", "tickets")),
+    RightAnswer("the key from the envelope", lambda d, store: _keyed(d, store, d.envelope.trace_id)),
+    RightAnswer("conversation and step together",
+                lambda d, store: _keyed(d, store, f"{d.envelope.conversation_id}/step-{d.envelope.step}")),
+    RightAnswer("releases the claim when the ticket fails, saves a dict", _releases_on_failure),
+)
+
+CONSUMER_WRONG = (
+    WrongAnswer("no idempotency at all", lambda d, store: d.record_effect(kind="ticket"), "nothing told a later delivery"),
+    WrongAnswer("keyed by the SQS MessageId", lambda d, store: _keyed(d, store, d.message_id), "that key names the delivery"),
+    WrongAnswer("keyed by the receipt handle", lambda d, store: _keyed(d, store, d.receipt_handle),
+                "that key names the delivery"),
+    WrongAnswer("keyed by the conversation", lambda d, store: _keyed(d, store, d.envelope.conversation_id),
+                "two alerts share that key"),
+    WrongAnswer("marks the work done before the ticket", _done_first, "completed before its ticket was filed"),
+    WrongAnswer("checks the record, then acts", _check_then_act, "claim first, and file only when the claim is won"),
+    WrongAnswer("never completes the claim", _never_completes, "none completed it"),
+    WrongAnswer("remembers alerts in memory", _in_memory, "remembers in memory dies with it"),
+    WrongAnswer("one consumer name per worker", lambda d, store: _keyed(d, store, d.trace_id, d.worker),
+                "that key names the delivery or the worker"),
+)
+
+
+@register(
+    "02.consumer",
+    title="An idempotent consumer: one ticket per alert",
+    function="consumer",
+    points=3,
+    public=[
+        Chaos("a crash after the ticket, before the delete",
+              crashes=(Crash(CrashPoint.AFTER_EFFECT_BEFORE_DELETE, "alert-2"),)),
+        Chaos("a crash before the ticket", crashes=(Crash(CrashPoint.BEFORE_EFFECT, "alert-3"),)),
+        Chaos("a producer that published alert-4 twice", republished=("alert-4",)),
+    ],
+    hidden=[
+        Chaos("crashes at both points, twice, and duplicate publishes",
+              crashes=(Crash(CrashPoint.BEFORE_EFFECT, "alert-1"), Crash(CrashPoint.AFTER_EFFECT_BEFORE_DELETE, "alert-1", 2),
+                       Crash(CrashPoint.AFTER_EFFECT_BEFORE_DELETE, "alert-5")),
+              republished=("alert-5", "alert-6")),
+    ],
+    reference=reference_consumer,
+    right_answers=CONSUMER_RIGHT,
+    wrong_answers=CONSUMER_WRONG,
+    timeout=30,
+)
+def check_consumer(answer: Any, case: Chaos, ctx: Any) -> CaseOutcome:
+    """Deliver the alerts under the case's chaos; one ticket each, each after a won claim."""
+    backend = ctx.backend
+    prefix = ctx.fresh_prefix()
+    journal = _Journal()
+    with experiment_table(backend, prefix) as table, experiment_queue(
+        backend, prefix, visibility_timeout=VISIBILITY, max_receive_count=5
+    ) as queue:
+        ddb = Latency(backend.client("dynamodb"), backend.clock, 0.05)
+        store = _WatchedStore(ddb, table, backend.clock, lease_seconds=VISIBILITY, window_seconds=86_400,
+                              journal=journal)
+        learner_errors: list[Exception] = []
+
+        def consumer(delivery: Any) -> Any:
+            journal.current.delivery = (delivery.trace_id, f"{delivery.message_id}#{delivery.receive_count}")
+            try:
+                return answer(_WatchedDelivery(delivery, journal), store)
+            except FleetlabError:  # crashes, busy keys, lost leases: the harness's faults, handled by the worker
+                raise
+            except Exception as error:  # the learner's own bug: report it, not its symptoms
+                learner_errors.append(error)
+                raise
+
+        result = deliver_under_chaos(
+            backend, queue, consumer, _sending_order(case), faults=FaultPlan(crashes=case.crashes),
+            conversation_of=INCIDENTS.__getitem__, stop_when=lambda: bool(learner_errors),  # the verdict is known
+        )
+    if learner_errors:
+        raise learner_errors[0]
+    miscounted = [alert for alert in ALERTS if result.ledger.count(alert) != 1]
+    unclaimed = [alert for alert in ALERTS if not any(entry.what == "won" for entry in journal.of(alert))]
+    if wrong := miscounted or unclaimed:
+        return CaseOutcome(False, _consumer_diagnosis(wrong[0], result.ledger.count(wrong[0]), journal, result))
+    return CaseOutcome(True, f"{len(ALERTS)} alerts, {len(ALERTS)} tickets")
+
+
+def _sending_order(case: Chaos) -> list[str]:
+    """The messages to send: each alert published twice first, both copies side by side, so two workers
+    take them at the same moment; then the rest."""
+    twice = [alert for alert in case.republished for _ in range(2)]
+    return twice + [alert for alert in ALERTS if alert not in case.republished]

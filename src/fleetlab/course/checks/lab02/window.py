@@ -1,0 +1,101 @@
+"""Check ``02.window``: ``idempotency_window(retry_window, retention, replay_horizon)``
+must cover the latest moment the same work can come back (their sum), and
+stay within ten times it. Pure arithmetic: it never touches the backend.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any
+
+import numpy
+
+from fleetlab.core.errors import InvalidInput
+from fleetlab.course.grading.registry import Case, CaseOutcome, RightAnswer, WrongAnswer, register
+from fleetlab.course.grading.values import duration, seconds
+
+
+@dataclass(frozen=True)
+class Horizon(Case):
+    """How long the same work can keep coming back, in seconds."""
+
+    retry_window: int = 3_600
+    retention: int = 4 * 86_400
+    replay_horizon: int = 0
+
+
+MAX_WINDOW_FACTOR = 10
+
+
+def reference_window(retry_window: float, retention: float, replay_horizon: float) -> float:
+    """The latest a duplicate can arrive (retries, then the queue, then a replay), plus an hour."""
+    return retry_window + retention + replay_horizon + 3_600
+
+
+WINDOW_RIGHT = (
+    RightAnswer("exactly the sum", lambda retry, retention, replay: retry + retention + replay),
+    RightAnswer("the sum plus a day", lambda retry, retention, replay: retry + retention + replay + 86_400),
+    RightAnswer("three times the sum", lambda retry, retention, replay: 3 * (retry + retention + replay)),
+    RightAnswer("a numpy integer", lambda retry, retention, replay: numpy.int64(retry + retention + replay)),
+    RightAnswer("a Fraction", lambda retry, retention, replay: Fraction(11, 10) * (retry + retention + replay)),
+    RightAnswer("a Decimal", lambda retry, retention, replay: Decimal(retry + retention + replay)),
+)
+
+WINDOW_WRONG = (
+    WrongAnswer("the retry window only", lambda retry, retention, replay: retry, "the duplicate runs again"),
+    WrongAnswer("the queue's retention only", lambda retry, retention, replay: retention, "the duplicate runs again"),
+    WrongAnswer("a flat 24 hours", lambda retry, retention, replay: 86_400, "the duplicate runs again"),
+    WrongAnswer("the longest of the three", lambda retry, retention, replay: max(retry, retention, replay),
+                "the duplicate runs again"),
+    WrongAnswer("retries and retention, no replays", lambda retry, retention, replay: retry + retention,
+                "the duplicate runs again"),
+    WrongAnswer("forever, in practice", lambda retry, retention, replay: 10 * 365 * 86_400, "the table only grows"),
+    WrongAnswer("a string", lambda retry, retention, replay: "30 days", "return a number of seconds"),
+    WrongAnswer("NaN", lambda retry, retention, replay: float("nan"), "returned NaN"),
+    WrongAnswer("a hard-coded 30 days", lambda retry, retention, replay: 30 * 86_400, "the duplicate runs again", public=False),
+)
+
+
+def _why_latest(case: Horizon) -> str:
+    parts = [f"{duration(case.retry_window)} of bus retries", f"{duration(case.retention)} in the queue"]
+    if case.replay_horizon:
+        parts.append(f"a replay up to {duration(case.replay_horizon)} later")
+    return ", ".join(parts)
+
+
+@register(
+    "02.window",
+    title="Choose the idempotency window",
+    function="idempotency_window",
+    points=2,
+    public=[
+        Horizon("bus retries for 1 h, queue keeps 4 days", 3_600, 4 * 86_400, 0),
+        Horizon("bus retries for 24 h, queue keeps 14 days, replays up to 7 days later", 86_400, 14 * 86_400, 7 * 86_400),
+    ],
+    hidden=[
+        Horizon("bus retries for 1 h, queue keeps 1 day, replays up to 30 days later", 3_600, 86_400, 30 * 86_400),
+        Horizon("bus retries for 6 h, queue keeps 2 days, replays up to 3 days later", 6 * 3_600, 2 * 86_400, 3 * 86_400),
+    ],
+    reference=reference_window,
+    right_answers=WINDOW_RIGHT,
+    wrong_answers=WINDOW_WRONG,
+    timeout=5,
+)
+def check_window(answer: Any, case: Horizon, ctx: Any) -> CaseOutcome:
+    """Arithmetic only: the window covers retries + retention + replays, and stays within ten times that."""
+    try:
+        window = seconds(answer(case.retry_window, case.retention, case.replay_horizon),
+                         returned_by="idempotency_window", example="4 * 86_400")
+    except InvalidInput as bad:
+        return CaseOutcome(False, str(bad))
+    latest = case.retry_window + case.retention + case.replay_horizon
+    if window < latest:
+        return CaseOutcome(False, f"a duplicate can arrive up to {duration(latest)} after the first run "
+                                  f"({_why_latest(case)}); with a {duration(window)} window the record is gone "
+                                  f"{duration(latest - window)} before then, and the duplicate runs again")
+    if window > MAX_WINDOW_FACTOR * latest:
+        return CaseOutcome(False, f"a window of {duration(window)} keeps records more than {MAX_WINDOW_FACTOR}x past the "
+                                  f"last possible duplicate ({duration(latest)}): the table only grows")
+    return CaseOutcome(True, f"{duration(window)} covers duplicates up to {duration(latest)} later")

@@ -1,0 +1,344 @@
+"""Check ``03.batch``: ``batch_response(event, process, fifo)`` runs ``process(record)`` on a
+Lambda SQS batch and returns the partial batch response: ``{"batchItemFailures":
+[{"itemIdentifier": messageId}, ...]}``. On a FIFO queue the first failure ends the batch: that
+record and every later one (of its message group, at least) are reported, and none of them runs.
+
+The harness sends steps to a real standard or FIFO queue, runs the learner's
+function inside fleetlab's event source mapping (which deletes what the
+response does not name, as Lambda does) until the queue is empty, and judges
+each invocation from what happened in it: a failed record not reported is
+lost, a succeeded record reported runs twice, and on FIFO a record that ran
+after an earlier record of its group failed in the same batch broke the
+group's order. The effects ledger backs it up: every good step exactly once,
+every poison step parked, never run.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from aws_lambda_powertools.utilities.batch import (
+    BatchProcessor,
+    EventType,
+    SqsFifoPartialProcessor,
+    process_partial_response,
+)
+from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
+
+from fleetlab.composition.topology import experiment_queue
+from fleetlab.core.ledger import EffectsLedger
+from fleetlab.course.experiments.poison import POLL_SECONDS, send_steps
+from fleetlab.course.grading.registry import Case, CaseOutcome, RightAnswer, WrongAnswer, register
+from fleetlab.services.sqs import dlq, messages
+from fleetlab.services.sqs.esm import BatchContext, BatchPoller
+
+POISON = 99
+"""Attempts a poison step fails: all of them."""
+
+
+class StepFailed(ValueError):
+    """What ``process(record)`` raises for a step that fails."""
+
+
+@dataclass(frozen=True)
+class Batch(Case):
+    """Steps sent in order to a standard or FIFO queue; ``failing`` says how many attempts of a step fail."""
+
+    fifo: bool = False
+    steps: tuple[str, ...] = ()
+    failing: tuple[tuple[str, int], ...] = ()
+
+
+def _conversation(steps: int, conversations: int = 1) -> tuple[str, ...]:
+    """Step trace ids, interleaved across conversations: conv-1-step-1, conv-2-step-1, conv-1-step-2, ..."""
+    return tuple(f"conv-{c}-step-{s}" for s in range(1, steps + 1) for c in range(1, conversations + 1))
+
+
+def reference_batch_response(event: dict[str, Any], process: Any, fifo: bool) -> dict[str, Any]:
+    """Report each record whose process() raised; on FIFO, stop at the first failure and report the rest too."""
+    failures = []
+    for record in event["Records"]:
+        if fifo and failures:
+            failures.append({"itemIdentifier": record["messageId"]})
+            continue
+        try:
+            process(record)
+        except Exception:
+            failures.append({"itemIdentifier": record["messageId"]})
+    return {"batchItemFailures": failures}
+
+
+def _powertools(event: dict[str, Any], process: Any, fifo: bool) -> Any:
+    processor = SqsFifoPartialProcessor() if fifo else BatchProcessor(event_type=EventType.SQS)
+    return process_partial_response(event=event, record_handler=lambda record: process(record.raw_event),
+                                    processor=processor)
+
+
+def _skip_group(event: dict[str, Any], process: Any, fifo: bool) -> dict[str, Any]:
+    failures, stopped = [], set()
+    for record in event["Records"]:
+        group = record["attributes"].get("MessageGroupId")
+        if fifo and group in stopped:
+            failures.append({"itemIdentifier": record["messageId"]})
+            continue
+        try:
+            process(record)
+        except StepFailed:
+            failures.append({"itemIdentifier": record["messageId"]})
+            stopped.add(group)
+    return {"batchItemFailures": failures}
+
+
+def _stop_everywhere(event: dict[str, Any], process: Any, fifo: bool) -> dict[str, Any]:
+    records = event["Records"]
+    for index, record in enumerate(records):
+        try:
+            process(record)
+        except Exception:
+            return {"batchItemFailures": [{"itemIdentifier": r["messageId"]} for r in records[index:]]}
+    return {"batchItemFailures": []}
+
+
+def _standard_only(event: dict[str, Any], process: Any, fifo: bool) -> dict[str, Any]:
+    return reference_batch_response(event, process, False)
+
+
+def _every_id(event: dict[str, Any], process: Any, fifo: bool) -> dict[str, Any]:
+    for record in event["Records"]:
+        try:
+            process(record)
+        except Exception:
+            pass
+    return {"batchItemFailures": [{"itemIdentifier": r["messageId"]} for r in event["Records"]]}
+
+
+def _none(event: dict[str, Any], process: Any, fifo: bool) -> dict[str, Any]:
+    _every_id(event, process, fifo)
+    return {"batchItemFailures": []}
+
+
+def _stops_but_reports_only_the_failure(event: dict[str, Any], process: Any, fifo: bool) -> dict[str, Any]:
+    for record in event["Records"]:
+        try:
+            process(record)
+        except Exception:
+            return {"batchItemFailures": [{"itemIdentifier": record["messageId"]}]}
+    return {"batchItemFailures": []}
+
+
+def _raises(event: dict[str, Any], process: Any, fifo: bool) -> None:
+    for record in event["Records"]:
+        process(record)
+
+
+def _by_receipt_handle(event: dict[str, Any], process: Any, fifo: bool) -> dict[str, Any]:
+    response = reference_batch_response(event, process, fifo)
+    handles = {r["messageId"]: r["receiptHandle"] for r in event["Records"]}
+    return {"batchItemFailures": [{"itemIdentifier": handles[f["itemIdentifier"]]} for f in response["batchItemFailures"]]}
+
+
+def _list_of_ids(event: dict[str, Any], process: Any, fifo: bool) -> list[str]:
+    return [f["itemIdentifier"] for f in reference_batch_response(event, process, fifo)["batchItemFailures"]]
+
+
+BATCH_RIGHT = (
+    RightAnswer("Powertools' BatchProcessor and SqsFifoPartialProcessor", _powertools),
+    RightAnswer("FIFO skips only the failed record's message group", _skip_group),
+)
+
+BATCH_WRONG = (
+    WrongAnswer("reports every record", _every_id, "runs again"),
+    WrongAnswer("reports nothing", _none, "it is lost"),
+    WrongAnswer("does not stop at the first FIFO failure", _standard_only, "broke the order"),
+    WrongAnswer("stops on FIFO but reports only the failed record", _stops_but_reports_only_the_failure,
+                "never ran and your response did not report it"),
+    WrongAnswer("lets the failure through (no partial response)", _raises, "whole batch"),
+    WrongAnswer("stops at the first failure on a standard queue too", _stop_everywhere, "never ran and was parked"),
+    WrongAnswer("names receipt handles", _by_receipt_handle, "messageId"),
+    WrongAnswer("returns a bare list of ids", _list_of_ids, "batchItemFailures"),
+)
+
+
+@register(
+    "03.batch",
+    title="Partial batch responses, standard and FIFO",
+    function="batch_response",
+    points=3,
+    public=[
+        Batch("a standard queue: a batch of ten steps, step 4 is poison", False, _conversation(10),
+              (("conv-1-step-4", POISON),)),
+        Batch("a FIFO queue: one conversation of ten steps, step 4 fails once", True, _conversation(10),
+              (("conv-1-step-4", 1),)),
+    ],
+    hidden=[
+        Batch("a standard queue: three poison steps among ten", False, _conversation(10),
+              (("conv-1-step-2", POISON), ("conv-1-step-5", POISON), ("conv-1-step-9", POISON))),
+        Batch("a FIFO queue: two conversations interleaved, conv-2's step 2 is poison", True, _conversation(5, 2),
+              (("conv-2-step-2", POISON),)),
+        Batch("a FIFO queue: the first step fails once", True, _conversation(6), (("conv-1-step-1", 1),)),
+        Batch("a standard queue: every step fails once", False, _conversation(6),
+              tuple((f"conv-1-step-{n}", 1) for n in range(1, 7))),
+    ],
+    reference=reference_batch_response,
+    right_answers=BATCH_RIGHT,
+    wrong_answers=BATCH_WRONG,
+    timeout=40,
+    side_by_side=True,
+)
+def check_batch(answer: Any, case: Batch, ctx: Any) -> CaseOutcome:
+    """Run the learner's response builder inside the ESM on a real queue until it is empty; judge each invocation."""
+    backend = ctx.backend
+    failing = dict(case.failing)
+    run = _Run()
+    with experiment_queue(backend, ctx.fresh_prefix(), visibility_timeout=60, max_receive_count=3,
+                          fifo=case.fifo) as queue:
+        send_steps(backend, queue.url, case.steps, group_of=_group if case.fifo else None)
+
+        def handler(event: dict[str, Any], context: BatchContext) -> Any:
+            invocation = _Invocation([_trace(r) for r in event["Records"]], {r["messageId"]: _trace(r)
+                                                                               for r in event["Records"]})
+            run.invocations.append(invocation)
+
+            def process(record: dict[str, Any]) -> None:
+                trace = _trace(record)
+                invocation.ran.append(trace)
+                run.attempts[trace] = run.attempts.get(trace, 0) + 1
+                if run.attempts[trace] <= failing.get(trace, 0):
+                    invocation.failed.append(trace)
+                    raise StepFailed(f"{trace}: the tool output is unparseable")
+                context.record_effect(record, kind="step")
+
+            try:
+                invocation.response = answer(event, process, case.fifo)
+            except (StepFailed, BatchProcessingError) as whole_batch:
+                invocation.raised = whole_batch
+                raise
+            except Exception as error:  # the learner's own bug: reported after the case
+                run.errors.append(error)
+                raise
+            return invocation.response
+
+        poller = BatchPoller(backend, queue.url, queue.arn, handler, batch_size=10, ledger=run.ledger)
+        horizon = backend.clock.now() + (len(case.steps) + 6) * (queue.visibility_timeout + POLL_SECONDS)
+        while messages.held(backend, queue.url) and backend.clock.now() < horizon and not run.errors:
+            outcome = poller.poll_once()
+            backend.clock.sleep(queue.visibility_timeout + 1 if outcome.received else POLL_SECONDS)
+        parked = {record.trace_id for record in dlq.parked(backend, queue.dlq_url)}
+    if run.errors:
+        raise run.errors[0]
+    return _judge(case, run, parked)
+
+
+def _trace(record: dict[str, Any]) -> str:
+    return json.loads(record["body"])["trace_id"]
+
+
+def _group(trace: str) -> str:
+    return trace.rsplit("-step-", 1)[0]
+
+
+@dataclass
+class _Invocation:
+    """One invocation: its records in order, which ran, which failed, and what the function answered."""
+
+    records: list[str]
+    by_id: dict[str, str]
+    ran: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    response: Any = None
+    raised: BaseException | None = None
+
+
+@dataclass
+class _Run:
+    invocations: list[_Invocation] = field(default_factory=list)
+    attempts: dict[str, int] = field(default_factory=dict)
+    ledger: EffectsLedger = field(default_factory=EffectsLedger)
+    errors: list[Exception] = field(default_factory=list)
+
+
+def _judge(case: Batch, run: _Run, parked: set[str]) -> CaseOutcome:
+    for number, invocation in enumerate(run.invocations, 1):
+        problem = _judge_invocation(case, invocation)
+        if problem:
+            return CaseOutcome(False, f"batch {number} ({_span(invocation.records)}): {problem}")
+    poison = {trace for trace, attempts in case.failing if attempts >= POISON}
+    for trace in case.steps:
+        done, receives = run.ledger.count(trace), sum(trace in i.records for i in run.invocations)
+        if trace in poison and (done or trace not in parked):
+            return CaseOutcome(False, f"{trace} fails every time, yet it {'took effect' if done else 'is not in the DLQ'}"
+                                      ": it must be reported each time it fails, until SQS parks it")
+        if trace in poison:
+            continue
+        if done > 1:
+            return CaseOutcome(False, f"{trace} took effect {done} times")
+        if not done and trace in parked and not case.fifo:
+            return CaseOutcome(False, f"{trace} never ran and was parked: your responses reported it in each of its "
+                                      f"{receives} batches although it had not failed, so its receive count reached "
+                                      "maxReceiveCount. On a standard queue, report only the records that failed")
+        if not done and trace not in parked:
+            return CaseOutcome(False, f"{trace} never took effect and is not in the DLQ: it is lost")
+    held_back = sorted(trace for trace in case.steps if trace not in poison and trace in parked)
+    behind = f"; {len(held_back)} later step(s) of its conversation were parked with it, in order" if held_back else ""
+    return CaseOutcome(True, f"{len(run.invocations)} batches: no step lost or run twice, "
+                             f"{len(poison)} poison step(s) parked{behind}")
+
+
+def _judge_invocation(case: Batch, invocation: _Invocation) -> str:
+    """What went wrong in one invocation, in the learner's terms ("" when nothing did)."""
+    if invocation.raised is not None:
+        if isinstance(invocation.raised, BatchProcessingError) and set(invocation.failed) >= set(invocation.ran):
+            return ""  # Powertools fails the invocation when every record failed: the whole batch returns, rightly
+        ok = [trace for trace in invocation.ran if trace not in invocation.failed]
+        return (f"process(record) raised for {invocation.failed[0]} and your function let the exception out, so "
+                f"Lambda returned the whole batch: {', '.join(ok) or 'the other records'} ran and will run again. "
+                "Catch the failure and report that record in batchItemFailures")
+    reported, problem = _reported(invocation)
+    if problem:
+        return problem
+    if case.fifo:
+        for index, trace in enumerate(invocation.records):
+            earlier = [t for t in invocation.records[:index] if t in invocation.failed and _group(t) == _group(trace)]
+            if earlier and trace in invocation.ran:
+                return (f"{trace} ran after {earlier[0]} had failed in the same batch, which broke the order of "
+                        f"{_group(trace)}: on a FIFO queue, stop at the first failure and report it and every "
+                        "record after it, unprocessed")
+    for trace in invocation.records:
+        if trace in invocation.failed and trace not in reported:
+            return (f"{trace} failed, and your response did not report it: the ESM deleted it as done, so it is "
+                    "lost (never retried, never parked)")
+        if trace not in invocation.ran and trace not in reported:
+            return (f"{trace} never ran and your response did not report it: the ESM deleted it unprocessed, "
+                    "so it is lost")
+        if trace in invocation.ran and trace not in invocation.failed and trace in reported:
+            return f"you reported {trace} failed though it succeeded: it comes back and runs again (a duplicate)"
+    return ""
+
+
+def _reported(invocation: _Invocation) -> tuple[set[str], str]:
+    """The traces the response names, or why the ESM could not read it (then it retries the whole batch)."""
+    response = invocation.response
+    if response is None or response == {}:
+        return set(), ""
+    failures = response.get("batchItemFailures") if isinstance(response, dict) else None
+    if not isinstance(failures, list):
+        return set(), (f"your function returned {_short(response)}, not {{'batchItemFailures': [...]}}: the ESM "
+                       "cannot read it and returns the whole batch. Return {'batchItemFailures': "
+                       "[{'itemIdentifier': record['messageId']}, ...]}")
+    names = [entry.get("itemIdentifier") if isinstance(entry, dict) else entry for entry in failures]
+    unknown = [name for name in names if name not in invocation.by_id]
+    if unknown:
+        return set(), (f"batchItemFailures names {_short(unknown[0])}, which is no messageId of this batch, so the "
+                       "ESM returns the whole batch; each entry is {'itemIdentifier': record['messageId']}")
+    return {invocation.by_id[name] for name in names}, ""
+
+
+def _span(traces: list[str]) -> str:
+    return traces[0] if len(traces) == 1 else f"{traces[0]} .. {traces[-1]}, {len(traces)} records"
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -1,0 +1,233 @@
+"""Check ``03.budget``: ``choose_budget(retry_seconds, outage_seconds, poison_deadline_seconds,
+source_retention_seconds, triage_seconds)`` returns ``(max_receive_count, dlq_retention_seconds)``.
+
+The harness makes a real queue with the learner's maxReceiveCount (a failed
+step comes back every ``retry_seconds``), sends good steps as a dependency
+goes down for ``outage_seconds``, and runs a worker: every good step must be
+done, none parked while the outage ran. A poison step must be parked within
+the deadline, judged by SQS's rule (it is parked after maxReceiveCount
+receives, one every ``retry_seconds``; lab 03 shows the backend's). The DLQ retention is
+judged by SQS's rule: a message's age counts from its first enqueue, so a
+step that sat in the source queue for its whole retention and was then
+parked must still be in the DLQ ``triage_seconds`` later.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+import numpy
+
+from fleetlab.backends.resources import Resources
+from fleetlab.composition.topology import WorkQueue
+from fleetlab.core.errors import InvalidInput, ModelError
+from fleetlab.core.ledger import EffectsLedger
+from fleetlab.course.experiments.poison import send_steps
+from fleetlab.course.grading.registry import Case, CaseOutcome, RightAnswer, WrongAnswer, register
+from fleetlab.course.grading.values import duration, seconds
+from fleetlab.services.sqs import messages
+from fleetlab.services.sqs.delivery import Delivery
+from fleetlab.services.sqs.worker import QueueWorker
+
+MAX_RECEIVE_COUNT = 1_000
+"""SQS's largest maxReceiveCount."""
+RETENTION_RANGE = (60, 14 * 86_400)
+"""SQS keeps a message for 1 minute to 14 days."""
+GOOD_STEPS = ("conv-1-step-1", "conv-2-step-1", "conv-3-step-1")
+DAY = 86_400
+
+
+@dataclass(frozen=True)
+class Facts(Case):
+    """What the team knows: how often a failed step is retried, how long outages last, and the deadlines."""
+
+    retry_seconds: int = 60
+    outage_seconds: int = 240
+    poison_deadline_seconds: int = 900
+    source_retention_seconds: int = 4 * DAY
+    triage_seconds: int = 3 * DAY
+
+
+def reference_budget(retry_seconds: float, outage_seconds: float, poison_deadline_seconds: float,
+                     source_retention_seconds: float, triage_seconds: float) -> tuple[int, int]:
+    """Every receive that can fall in the outage, plus the one that succeeds; a DLQ that outlives source + triage."""
+    return math.ceil(outage_seconds / retry_seconds) + 1, int(source_retention_seconds + triage_seconds)
+
+
+def _as_deadline_allows(retry, outage, deadline, retention, triage):
+    return int(deadline // retry), 14 * DAY
+
+
+BUDGET_RIGHT = (
+    RightAnswer("the most receives the poison deadline allows, and 14 days", _as_deadline_allows),
+    RightAnswer("one receive of margin, and the largest DLQ retention",
+                lambda retry, outage, deadline, retention, triage: (math.ceil(outage / retry) + 2, 1_209_600)),
+    RightAnswer("a list of numpy numbers",
+                lambda retry, outage, deadline, retention, triage: [numpy.int64(-(-outage // retry) + 1),
+                                                                     numpy.float64(retention + triage + DAY)]),
+    RightAnswer("a dict", lambda retry, outage, deadline, retention, triage: {
+        "max_receive_count": math.ceil(outage / retry) + 1, "dlq_retention_seconds": Decimal(retention + triage)}),
+    RightAnswer("whole floats", lambda retry, outage, deadline, retention, triage: (
+        float(math.ceil(outage / retry) + 1), float(retention + triage))),
+)
+
+BUDGET_WRONG = (
+    WrongAnswer("maxReceiveCount 1", lambda *facts: (1, 14 * DAY), "good steps parked"),
+    WrongAnswer("maxReceiveCount 2", lambda *facts: (2, 14 * DAY), "good steps parked"),
+    WrongAnswer("one receive short: outage / retry, rounded up",
+                lambda retry, outage, deadline, retention, triage: (math.ceil(outage / retry), 14 * DAY),
+                "good steps parked"),
+    WrongAnswer("outage / retry, rounded down, plus one",
+                lambda retry, outage, deadline, retention, triage: (outage // retry + 1, 14 * DAY),
+                "good steps parked"),
+    WrongAnswer("the largest maxReceiveCount SQS allows", lambda *facts: (1_000, 14 * DAY), "must be parked within"),
+    WrongAnswer("DLQ retention equal to the source's",
+                lambda retry, outage, deadline, retention, triage: (math.ceil(outage / retry) + 1, retention),
+                "SentTimestamp"),
+    WrongAnswer("DLQ retention as long as triage",
+                lambda retry, outage, deadline, retention, triage: (math.ceil(outage / retry) + 1, triage),
+                "SentTimestamp"),
+    WrongAnswer("DLQ retention in days", lambda retry, outage, deadline, retention, triage: (
+        math.ceil(outage / retry) + 1, 14), "SQS keeps a message for 1 min to 14 d"),
+    WrongAnswer("a DLQ that keeps 30 days", lambda retry, outage, deadline, retention, triage: (
+        math.ceil(outage / retry) + 1, 30 * DAY), "SQS keeps a message for 1 min to 14 d"),
+    WrongAnswer("half a receive", lambda retry, outage, deadline, retention, triage: (
+        outage / retry + 1, 14 * DAY), "a whole number"),
+    WrongAnswer("only maxReceiveCount", lambda *facts: 5, "return two numbers"),
+    WrongAnswer("a hard-coded 5 and 14 days", lambda *facts: (5, 14 * DAY), "good steps parked", public=False),
+)
+
+
+@register(
+    "03.budget",
+    title="Choose maxReceiveCount and the DLQ's retention",
+    function="choose_budget",
+    points=2,
+    public=[
+        Facts("Lambda workers: a retry every minute, 4-minute outages, poison out within 15 min; "
+              "the queue keeps 4 d, triage takes up to 3 d", 60, 240, 900, 4 * DAY, 3 * DAY),
+        Facts("container workers: a retry every 2 min, outages up to 5 min, poison out within 1 h; "
+              "the queue keeps 1 d, triage takes up to 2 d", 120, 300, 3_600, DAY, 2 * DAY),
+    ],
+    hidden=[
+        Facts("a retry every 3 min, outages up to 10 min, poison out within 1 h; the queue keeps 2 d, "
+              "triage takes up to 10 d", 180, 600, 3_600, 2 * DAY, 10 * DAY),
+        Facts("a retry every minute, outages up to 7 min 30 s, poison out within 30 min; the queue keeps 7 d, "
+              "triage takes up to 5 d", 60, 450, 1_800, 7 * DAY, 5 * DAY),
+    ],
+    reference=reference_budget,
+    right_answers=BUDGET_RIGHT,
+    wrong_answers=BUDGET_WRONG,
+    timeout=30,
+    side_by_side=True,
+)
+def check_budget(answer: Any, case: Facts, ctx: Any) -> CaseOutcome:
+    """Read the two numbers; run the outage and the poison through a real queue; judge the retention by SQS's rule."""
+    returned = answer(case.retry_seconds, case.outage_seconds, case.poison_deadline_seconds,
+                      case.source_retention_seconds, case.triage_seconds)
+    try:
+        max_receive_count, retention = _read(returned)
+    except InvalidInput as bad:
+        return CaseOutcome(False, str(bad))
+    run = _ride_out_the_outage(ctx, case, max_receive_count, retention)
+    if run.parked_good:
+        return CaseOutcome(False, _parked_good_work(case, max_receive_count, run))
+    parked_after = max_receive_count * case.retry_seconds
+    if parked_after > case.poison_deadline_seconds:
+        return CaseOutcome(False, f"with maxReceiveCount {max_receive_count} a poison step is received "
+                                  f"{max_receive_count} times, one every {duration(case.retry_seconds)}, so it is parked "
+                                  f"{duration(parked_after)} after it first failed; it must be parked within "
+                                  f"{duration(case.poison_deadline_seconds)}")
+    needed = case.source_retention_seconds + case.triage_seconds
+    if retention < needed:
+        return CaseOutcome(False, _too_short(case, retention))
+    return CaseOutcome(True, f"maxReceiveCount {max_receive_count} rides out a {duration(case.outage_seconds)} outage "
+                             f"and parks poison after {duration(parked_after)}; the DLQ keeps {duration(retention)}")
+
+
+def _read(returned: Any) -> tuple[int, float]:
+    """(maxReceiveCount, DLQ retention) from a pair or a dict; InvalidInput says what to return."""
+    if isinstance(returned, Mapping):
+        keys = ("max_receive_count", "dlq_retention_seconds")
+        if not all(key in returned for key in keys):
+            raise InvalidInput("choose_budget", f"returned a dict with keys {sorted(returned)}",
+                               hint="return two numbers: (max_receive_count, dlq_retention_seconds)")
+        returned = [returned[key] for key in keys]
+    if isinstance(returned, (str, bytes)) or not hasattr(returned, "__len__") or len(returned) != 2:
+        raise InvalidInput("choose_budget", f"returned {returned!r}",
+                           hint="return two numbers: (max_receive_count, dlq_retention_seconds)")
+    count, retention = returned
+    if isinstance(count, bool) or not isinstance(count, (numbers.Real, Decimal)) or count != int(count):
+        raise InvalidInput("max_receive_count", f"is {count!r}; it counts receives, so it is a whole number")
+    if not 1 <= int(count) <= MAX_RECEIVE_COUNT:
+        raise InvalidInput("max_receive_count", f"is {int(count)}; SQS accepts 1 to {MAX_RECEIVE_COUNT}")
+    retention = seconds(retention, returned_by="dlq_retention_seconds", example="14 * 86_400")
+    low, high = RETENTION_RANGE
+    if not low <= retention <= high:
+        raise InvalidInput("dlq_retention_seconds", f"is {duration(retention)}; SQS keeps a message for 1 min to 14 d "
+                                                    f"({low} to {high} seconds)", hint="give seconds")
+    return int(count), retention
+
+
+@dataclass(frozen=True)
+class _Outage:
+    """What the worker saw: each good step's receives that failed, and the good steps that ended parked."""
+
+    failed_receives: dict[str, list[tuple[int, float]]]
+    parked_good: list[str]
+
+
+def _ride_out_the_outage(ctx: Any, case: Facts, max_receive_count: int, retention: float) -> _Outage:
+    backend, clock = ctx.backend, ctx.backend.clock
+    with Resources(backend, ctx.fresh_prefix()) as made:
+        source, dlq = made.queue_with_dlq(
+            "budget", max_receive_count=max_receive_count,
+            attributes={"VisibilityTimeout": str(case.retry_seconds),
+                        "MessageRetentionPeriod": str(case.source_retention_seconds)},
+            dlq_attributes={"MessageRetentionPeriod": str(int(retention))},
+        )
+        queue = WorkQueue("budget", source.url, source.arn, dlq.url, dlq.arn, case.retry_seconds, max_receive_count)
+        start = clock.now()
+        back_at = start + case.outage_seconds
+        failed: dict[str, list[tuple[int, float]]] = {}
+        ledger = EffectsLedger()
+
+        def step(delivery: Delivery) -> None:
+            if clock.now() < back_at:
+                failed.setdefault(delivery.trace_id, []).append((delivery.receive_count, clock.now() - start))
+                raise ModelError(f"{delivery.trace_id}: throttled (the provider is down)", transient=True)
+            delivery.record_effect(kind="step")
+
+        send_steps(backend, queue.url, GOOD_STEPS)
+        worker = QueueWorker(backend, queue.url, step, name="worker", ledger=ledger)
+        horizon = start + (max_receive_count + 2) * (case.retry_seconds + 1)
+        while messages.held(backend, queue.url) and clock.now() < horizon:
+            worker.poll_once(max_messages=messages.MAX_RECEIVE_BATCH)
+            clock.sleep(case.retry_seconds + 1)  # everything received together comes back together
+        return _Outage(failed, [trace for trace in GOOD_STEPS if ledger.count(trace) == 0])
+
+
+def _parked_good_work(case: Facts, max_receive_count: int, run: _Outage) -> str:
+    first = run.parked_good[0]
+    receives = run.failed_receives.get(first, [])
+    when = ", ".join(f"+{duration(round(at))}" for _, at in receives) or "never"
+    failing = math.ceil(case.outage_seconds / case.retry_seconds)
+    return (f"{len(run.parked_good)} good steps parked: with maxReceiveCount {max_receive_count}, {first} failed on "
+            f"receives at {when} while the provider was down ({duration(case.outage_seconds)}), and SQS parked it on the "
+            f"next receive, before the outage ended. With a retry every {duration(case.retry_seconds)}, up to {failing} "
+            f"receives can fall in the outage: allow those and one more")
+
+
+def _too_short(case: Facts, retention: float) -> str:
+    left = retention - case.source_retention_seconds
+    gone = f"{duration(left)} after it is parked" if left > 0 else "as soon as it is parked"
+    return (f"a step can wait {duration(case.source_retention_seconds)} in the source queue (its retention) before it "
+            f"fails and is parked. SQS counts its age from when it was first sent (its SentTimestamp travels to the "
+            f"DLQ), so a DLQ that keeps {duration(retention)} deletes it {gone}, and triage "
+            f"can take {duration(case.triage_seconds)}: keep at least "
+            f"{duration(case.source_retention_seconds + case.triage_seconds)}")

@@ -1,0 +1,295 @@
+"""Check ``03.redrive``: ``canary_redrive(sqs, dlq_url, queue_url, canary_size, process)`` moves
+a canary of at most ``canary_size`` parked messages back to the work queue, runs ``process()``,
+and moves the rest only if no canary message failed again.
+
+The harness parks real steps on a DLQ, hands the learner a client that
+records every call, and a ``process()`` that runs the workers (fixed for
+some steps, still broken for others) over the work queue until it is empty,
+parking what fails again. It judges the order of the learner's moves and
+``process()`` calls, and the end state through the effects ledger: after a
+healthy canary every parked step took effect exactly once; after a failed
+one nothing more was moved; never a step lost or run twice.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from fleetlab.composition.topology import experiment_queue
+from fleetlab.core.errors import ModelError
+from fleetlab.core.ledger import EffectsLedger
+from fleetlab.course.experiments.poison import drain, step_body
+from fleetlab.course.grading.calls import CallLog
+from fleetlab.course.grading.registry import Case, CaseOutcome, RightAnswer, WrongAnswer, register
+from fleetlab.services.sqs import dlq
+from fleetlab.services.sqs.delivery import Delivery
+from fleetlab.services.sqs.redrive import Drained
+
+
+@dataclass(frozen=True)
+class Parked(Case):
+    """``parked`` steps in the DLQ; the fix covers all but every ``still_failing``-th of them (0: all fixed)."""
+
+    parked: int = 30
+    canary_size: int = 5
+    still_failing: int = 0
+
+    def fails(self, index: int) -> bool:
+        return self.still_failing == 1 or (self.still_failing > 1 and index % self.still_failing != 0)
+
+
+def reference_canary_redrive(sqs: Any, dlq_url: str, queue_url: str, canary_size: int, process: Any) -> None:
+    """Move the canary with the move loop, process it, and move the rest only when none failed again."""
+    _moves(sqs, dlq_url, queue_url, canary_size)
+    if process().failed == 0:
+        _moves(sqs, dlq_url, queue_url, None)
+
+
+def _moves(sqs: Any, dlq_url: str, queue_url: str, limit: int | None, *, per_receive: int = 10,
+           delete: bool = True, send: bool = True, keep_attributes: bool = False) -> int:
+    """The move loop: receive up to ``limit`` (None: all) from the DLQ, send each to the queue, delete it."""
+    moved = 0
+    while limit is None or moved < limit:
+        wanted = per_receive if limit is None else min(per_receive, limit - moved)
+        batch = sqs.receive_message(QueueUrl=dlq_url, MaxNumberOfMessages=wanted, VisibilityTimeout=60,
+                                    MessageAttributeNames=["All"]).get("Messages", [])
+        if not batch:
+            break
+        for message in batch:
+            if send:
+                extra = {"MessageAttributes": message["MessageAttributes"]} if keep_attributes and message.get(
+                    "MessageAttributes") else {}
+                sqs.send_message(QueueUrl=queue_url, MessageBody=message["Body"], **extra)
+            if delete:
+                sqs.delete_message(QueueUrl=dlq_url, ReceiptHandle=message["ReceiptHandle"])
+        moved += len(batch)
+    return moved
+
+
+def _in_batches(sqs: Any, dlq_url: str, queue_url: str, canary_size: int, process: Any) -> int:
+    def move(limit: int | None) -> int:
+        moved = 0
+        while limit is None or moved < limit:
+            wanted = 10 if limit is None else min(10, limit - moved)
+            batch = sqs.receive_message(QueueUrl=dlq_url, MaxNumberOfMessages=wanted, VisibilityTimeout=120,
+                                        MessageAttributeNames=["All"]).get("Messages", [])
+            if not batch:
+                return moved
+            sqs.send_message_batch(QueueUrl=queue_url, Entries=[
+                {"Id": str(i), "MessageBody": m["Body"], **({"MessageAttributes": m["MessageAttributes"]}
+                                                            if m.get("MessageAttributes") else {})}
+                for i, m in enumerate(batch)])
+            sqs.delete_message_batch(QueueUrl=dlq_url, Entries=[
+                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(batch)])
+            moved += len(batch)
+        return moved
+
+    total = move(canary_size)
+    done, failed = process()
+    if failed or done < total:
+        return total
+    return total + move(None)
+
+
+def _growing_canaries(sqs: Any, dlq_url: str, queue_url: str, canary_size: int, process: Any) -> None:
+    size = 1
+    while _moves(sqs, dlq_url, queue_url, size, keep_attributes=True):
+        if process().failed:
+            return
+        size = min(size * 2, canary_size) if size < canary_size else 10_000
+
+
+def _never_checks(sqs, dlq_url, queue_url, canary_size, process):
+    _moves(sqs, dlq_url, queue_url, canary_size)
+    process()
+    _moves(sqs, dlq_url, queue_url, None)
+
+
+def _all_at_once(sqs, dlq_url, queue_url, canary_size, process):
+    _moves(sqs, dlq_url, queue_url, None)
+    process()
+
+
+def _canary_only(sqs, dlq_url, queue_url, canary_size, process):
+    _moves(sqs, dlq_url, queue_url, canary_size)
+    process()
+
+
+def _rest_without_a_loop(sqs, dlq_url, queue_url, canary_size, process):
+    _moves(sqs, dlq_url, queue_url, canary_size)
+    if not process().failed:
+        _moves(sqs, dlq_url, queue_url, 10)
+
+
+def _checks(condition: Any) -> Any:
+    def answer(sqs, dlq_url, queue_url, canary_size, process):
+        _moves(sqs, dlq_url, queue_url, canary_size)
+        if condition(process()):
+            _moves(sqs, dlq_url, queue_url, None)
+    return answer
+
+
+def _loose(**how: Any) -> Any:
+    def answer(sqs, dlq_url, queue_url, canary_size, process):
+        _moves(sqs, dlq_url, queue_url, canary_size, **how)
+        if not process().failed:
+            _moves(sqs, dlq_url, queue_url, None, **how)
+    return answer
+
+
+def _a_receive_for_a_canary(sqs, dlq_url, queue_url, canary_size, process):
+    _moves(sqs, dlq_url, queue_url, 10)
+    if not process().failed:
+        _moves(sqs, dlq_url, queue_url, None)
+
+
+def _hard_coded_five(sqs, dlq_url, queue_url, canary_size, process):
+    _moves(sqs, dlq_url, queue_url, 5)
+    if not process().failed:
+        _moves(sqs, dlq_url, queue_url, None)
+
+
+REDRIVE_RIGHT = (
+    RightAnswer("batch send and batch delete, a count check", _in_batches),
+    RightAnswer("growing canaries, attributes kept", _growing_canaries),
+    RightAnswer("a canary of one", lambda sqs, dlq_url, queue_url, canary_size, process: _loose(per_receive=1)(
+        sqs, dlq_url, queue_url, 1, process)),
+    RightAnswer("done counted instead of failed", _checks(lambda result: result.done > 0 and result.failed == 0)),
+)
+
+REDRIVE_WRONG = (
+    WrongAnswer("everything at once, no canary", _all_at_once, "before the first process()"),
+    WrongAnswer("a canary whose result is ignored", _never_checks, "failed again"),
+    WrongAnswer("a canary of a whole receive (10)", _a_receive_for_a_canary, "more than the canary of"),
+    WrongAnswer("stops after the canary even when it passed", _canary_only, "still parked"),
+    WrongAnswer("moves one more receive's worth, not the rest", _rest_without_a_loop, "still parked"),
+    WrongAnswer("sends without deleting", _loose(delete=False), "a copy of it is still in the DLQ"),
+    WrongAnswer("deletes without sending", _loose(send=False), "is gone"),
+    WrongAnswer("goes on when anything was done", _checks(lambda result: result.done > 0), "failed again",
+                public=False),
+    WrongAnswer("a canary of five, whatever canary_size says", _hard_coded_five, "more than the canary of",
+                public=False),
+)
+
+
+@register(
+    "03.redrive",
+    title="Redrive a DLQ with a canary",
+    function="canary_redrive",
+    points=3,
+    public=[
+        Parked("the fix works: 30 parked steps, a canary of 5", 30, 5, 0),
+        Parked("the fix does not work yet: 30 parked steps, a canary of 5", 30, 5, 1),
+    ],
+    hidden=[
+        Parked("the fix works: 17 parked steps, a canary of 3", 17, 3, 0),
+        Parked("the fix covers a third of the steps: 23 parked, a canary of 4", 23, 4, 3),
+        Parked("the fix works: 23 parked steps, a canary of 10", 23, 10, 0),
+    ],
+    reference=reference_canary_redrive,
+    right_answers=REDRIVE_RIGHT,
+    wrong_answers=REDRIVE_WRONG,
+    timeout=40,
+    side_by_side=True,
+)
+def check_redrive(answer: Any, case: Parked, ctx: Any) -> CaseOutcome:
+    """Park the steps, run the learner's redrive against recorded calls and a real process(), judge the story."""
+    backend = ctx.backend
+    steps = [f"conv-{n}-step-1" for n in range(1, case.parked + 1)]
+    broken = {trace for index, trace in enumerate(steps) if case.fails(index)}
+    journal = _Journal()
+    with experiment_queue(backend, ctx.fresh_prefix(), visibility_timeout=60, max_receive_count=3) as queue:
+        target = queue.dead_letter_target()
+        for n, trace in enumerate(steps):
+            diagnosis = dlq.Diagnosis("ERROR_FROM_TARGET", f"{trace}: rejected", 2, dlq.NOT_ROUTED_BY_A_RULE, queue.arn)
+            dlq.dead_letter(backend, target, {"MessageId": f"m-{n}", "Body": step_body(trace)}, diagnosis)
+
+        def step(delivery: Delivery) -> None:
+            if delivery.trace_id in broken:
+                raise ModelError(f"{delivery.trace_id}: the model still rejects it", transient=False)
+            delivery.record_effect(kind="step")
+
+        def process() -> Drained:
+            journal.events.append(("process", journal.sent(log)))
+            result = drain(backend, queue, step, ledger=journal.ledger)
+            journal.results.append(result)
+            return result
+
+        log = CallLog(backend.client("sqs"), backend.clock)
+        answer(log.client, queue.dlq_url, queue.url, case.canary_size, process)
+        journal.events.append(("end", journal.sent(log)))
+        log.close()
+        drain(backend, queue, step, ledger=journal.ledger)  # whatever is left on the work queue still runs
+        hidden_for = max([c.params.get("VisibilityTimeout", 0) for c in log.of("receive_message")] + [30])
+        backend.clock.sleep(hidden_for + 1)  # what the learner received and kept is visible again
+        parked = [record.trace_id for record in dlq.parked(backend, queue.dlq_url)]
+    return _judge(case, steps, broken, journal, parked)
+
+
+@dataclass
+class _Journal:
+    """The order of the learner's moves and process() calls, what each process() found, and the effects."""
+
+    events: list[tuple[str, int]] = field(default_factory=list)  # ("process" | "end", messages sent so far)
+    results: list[Drained] = field(default_factory=list)
+    ledger: EffectsLedger = field(default_factory=EffectsLedger)
+
+    @staticmethod
+    def sent(log: CallLog) -> int:
+        """Messages sent to the work queue so far."""
+        single = len([c for c in log.of("send_message") if c.ok])
+        batched = sum(len(c.params.get("Entries", [])) for c in log.of("send_message_batch") if c.ok)
+        return single + batched
+
+
+def _judge(case: Parked, steps: list[str], broken: set[str], journal: _Journal, in_dlq: list[str]) -> CaseOutcome:
+    parked = set(in_dlq)
+    processes = [sent for what, sent in journal.events if what == "process"]
+    total_sent = journal.events[-1][1]
+    if not processes:
+        return CaseOutcome(False, f"you moved {total_sent} steps and never called process(): move a canary, "
+                                  "process() it, and look at what it says before moving the rest")
+    canary = processes[0]
+    if canary > case.canary_size:
+        what = "all of them" if canary >= case.parked else f"{canary} of them"
+        if canary >= case.parked:
+            return CaseOutcome(False, f"you moved {what} ({canary} steps) before the first process(): with no canary, "
+                                      "a fix that does not work sends every parked step through the broken worker "
+                                      f"again; move at most canary_size ({case.canary_size}) first")
+        return CaseOutcome(False, f"your canary was {canary} steps, more than the canary of {case.canary_size} asked "
+                                  "for; take at most canary_size messages in the first moves (MaxNumberOfMessages "
+                                  "caps a receive)")
+    first_failed = next((i for i, result in enumerate(journal.results) if result.failed), None)
+    if first_failed is not None and total_sent > processes[first_failed]:
+        result = journal.results[first_failed]
+        return CaseOutcome(False, f"the canary failed again ({result.failed} of {result.done + result.failed} steps "
+                                  f"back in the DLQ) and you moved {total_sent - processes[first_failed]} more: stop "
+                                  "when process() reports failures")
+    twice = sorted(trace for trace in steps if journal.ledger.count(trace) > 1)
+    if twice:
+        return CaseOutcome(False, f"{twice[0]} took effect {journal.ledger.count(twice[0])} times: it was sent to the "
+                                  "queue more than once; delete each parked message (its ReceiptHandle) right after "
+                                  "sending it, so the next receive cannot move it again")
+    doubled = sorted(trace for trace, count in Counter(in_dlq).items() if count > 1)
+    if doubled:
+        return CaseOutcome(False, f"{doubled[0]} is parked twice in the DLQ ({len(doubled)} steps like it): the copy you "
+                                  "sent failed again and was parked, and the original was never deleted; delete each "
+                                  "parked message (its ReceiptHandle) right after sending it")
+    copies = sorted(trace for trace in parked if journal.ledger.count(trace))
+    if copies:
+        return CaseOutcome(False, f"{copies[0]} took effect, and a copy of it is still in the DLQ ({len(copies)} steps "
+                                  "like it): the next redrive runs it again; delete each parked message (its "
+                                  "ReceiptHandle) right after sending it")
+    lost = sorted(trace for trace in steps if journal.ledger.count(trace) == 0 and trace not in parked)
+    if lost:
+        return CaseOutcome(False, f"{lost[0]} is gone: it never took effect and is not in the DLQ any more ({len(lost)} "
+                                  "steps like it); send each message to the queue before you delete it from the DLQ")
+    if first_failed is None:
+        waiting = sorted(parked - broken)  # a step the fix does not cover may rightly end parked again
+        if waiting:
+            return CaseOutcome(False, f"{len(waiting)} steps are still parked after a healthy canary (e.g. {waiting[0]}):"
+                                      " move the rest, receiving until the DLQ is empty")
+        return CaseOutcome(True, f"canary of {canary} passed; all {case.parked} steps redriven, each done once")
+    return CaseOutcome(True, f"canary of {canary} failed again; the redrive stopped with {len(parked)} steps parked")

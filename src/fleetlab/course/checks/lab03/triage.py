@@ -1,0 +1,315 @@
+"""Check ``03.triage``: ``triage(sqs, dlq_url)`` counts a DLQ's records by failure class (the
+ERROR_CODE message attribute; ``"UNKNOWN"`` without one) and leaves the DLQ as it found it.
+
+The harness parks a mix of records on a real DLQ (the pipeline's, with the
+diagnostic attributes, and a few SQS moved itself, without), hands the
+learner a client that records every call, and demands the exact counts,
+every record still in the DLQ (nothing deleted) and every record visible
+again when triage returns (nothing left hidden for the next reader). A
+wrong count is explained from the calls made: too few receives, attributes
+never asked for, records read twice.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+from collections import Counter, defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from fleetlab.composition.topology import experiment_queue
+from fleetlab.course.experiments.poison import step_body
+from fleetlab.course.grading.calls import CallLog
+from fleetlab.course.grading.registry import Case, CaseOutcome, RightAnswer, WrongAnswer, register
+from fleetlab.services.sqs import dlq, messages
+
+UNKNOWN = dlq.NO_DIAGNOSIS
+
+
+@dataclass(frozen=True)
+class Backlog(Case):
+    """The DLQ's records: how many of each failure class, in the order they were parked (round robin)."""
+
+    classes: tuple[tuple[str, int], ...] = ()
+
+
+def _records(case: Backlog) -> list[str]:
+    """Each record's class, interleaved as an incident parks them."""
+    left = {code: count for code, count in case.classes}
+    order: list[str] = []
+    while any(left.values()):
+        for code in list(left):
+            if left[code]:
+                order.append(code)
+                left[code] -= 1
+    return order
+
+
+def reference_triage(sqs: Any, dlq_url: str) -> dict[str, int]:
+    """Receive everything (hidden while reading), count by ERROR_CODE, then make every record visible again."""
+    seen: dict[str, dict[str, Any]] = {}
+    while True:
+        batch = sqs.receive_message(QueueUrl=dlq_url, MaxNumberOfMessages=10, MessageAttributeNames=["All"],
+                                    VisibilityTimeout=60).get("Messages", [])
+        if not batch:
+            break
+        seen.update({message["MessageId"]: message for message in batch})
+    counts: dict[str, int] = {}
+    for message in seen.values():
+        code = message.get("MessageAttributes", {}).get("ERROR_CODE", {}).get("StringValue", "UNKNOWN")
+        counts[code] = counts.get(code, 0) + 1
+    held = list(seen.values())
+    for start in range(0, len(held), 10):
+        sqs.change_message_visibility_batch(QueueUrl=dlq_url, Entries=[
+            {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"], "VisibilityTimeout": 0}
+            for i, m in enumerate(held[start:start + 10])])
+    return counts
+
+
+def _read_all(sqs: Any, dlq_url: str, *, hide: int = 60, attributes: bool = True, limit: int | None = None) -> list[dict]:
+    got: list[dict] = []
+    extra = {"MessageAttributeNames": ["All"]} if attributes else {}
+    while limit is None or len(got) < limit:
+        batch = sqs.receive_message(QueueUrl=dlq_url, MaxNumberOfMessages=10, VisibilityTimeout=hide,
+                                    **extra).get("Messages", [])
+        if not batch:
+            break
+        got += batch
+    return got
+
+
+def _code(message: dict) -> str:
+    return message.get("MessageAttributes", {}).get("ERROR_CODE", {}).get("StringValue", "UNKNOWN")
+
+
+def _one_by_one(sqs: Any, dlq_url: str) -> Counter:
+    held = _read_all(sqs, dlq_url, hide=900)
+    for message in held:
+        sqs.change_message_visibility(QueueUrl=dlq_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0)
+    return Counter(_code(m) for m in held)
+
+
+def _defaultdict_in_finally(sqs: Any, dlq_url: str) -> dict:
+    counts: defaultdict[str, int] = defaultdict(int)
+    held: list[dict] = []
+    try:
+        held = _read_all(sqs, dlq_url)
+        for message in held:
+            counts[_code(message)] += 1
+        return dict(counts)
+    finally:
+        for message in held:
+            sqs.change_message_visibility(QueueUrl=dlq_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0)
+
+
+def _with_zeros(sqs: Any, dlq_url: str) -> dict:
+    counts = {code: 0 for code in ("THROTTLING", "TIMEOUT", "ERROR_FROM_TARGET", "NO_PERMISSIONS", "UNKNOWN")}
+    counts.update(_one_by_one(sqs, dlq_url))
+    return counts
+
+
+def _deletes(sqs: Any, dlq_url: str) -> Counter:
+    held = _read_all(sqs, dlq_url)
+    for message in held:
+        sqs.delete_message(QueueUrl=dlq_url, ReceiptHandle=message["ReceiptHandle"])
+    return Counter(_code(m) for m in held)
+
+
+def _peeks_with_zero_visibility(sqs: Any, dlq_url: str) -> Counter:
+    counts: Counter = Counter()
+    for _ in range(5):  # "look a few times to be sure"
+        batch = sqs.receive_message(QueueUrl=dlq_url, MaxNumberOfMessages=10, MessageAttributeNames=["All"],
+                                    VisibilityTimeout=0).get("Messages", [])
+        counts.update(_code(m) for m in batch)
+    return counts
+
+
+def _returns_last_batch_only(sqs: Any, dlq_url: str) -> Counter:
+    counts: Counter = Counter()
+    batch: list[dict] = []
+    while got := sqs.receive_message(QueueUrl=dlq_url, MaxNumberOfMessages=10, MessageAttributeNames=["All"],
+                                     VisibilityTimeout=60).get("Messages", []):
+        batch = got
+        counts.update(_code(m) for m in got)
+    for message in batch:
+        sqs.change_message_visibility(QueueUrl=dlq_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0)
+    return counts
+
+
+def _first_receive_only(sqs: Any, dlq_url: str) -> Counter:
+    batch = sqs.receive_message(QueueUrl=dlq_url, MaxNumberOfMessages=10, MessageAttributeNames=["All"],
+                                VisibilityTimeout=60).get("Messages", [])
+    for message in batch:
+        sqs.change_message_visibility(QueueUrl=dlq_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0)
+    return Counter(_code(m) for m in batch)
+
+
+def _without_attribute_names(sqs: Any, dlq_url: str) -> Counter:
+    held = _read_all(sqs, dlq_url, attributes=False)
+    for message in held:
+        sqs.change_message_visibility(QueueUrl=dlq_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0)
+    return Counter(_code(m) for m in held)
+
+
+def _by_agent_class(sqs: Any, dlq_url: str) -> Counter:
+    held = _read_all(sqs, dlq_url)
+    for message in held:
+        sqs.change_message_visibility(QueueUrl=dlq_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0)
+    return Counter(json.loads(m["Body"]).get("agent_class", "?") for m in held)
+
+
+def _none_for_unknown(sqs: Any, dlq_url: str) -> Counter:
+    held = _read_all(sqs, dlq_url)
+    for message in held:
+        sqs.change_message_visibility(QueueUrl=dlq_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0)
+    return Counter(m.get("MessageAttributes", {}).get("ERROR_CODE", {}).get("StringValue") for m in held)
+
+
+def _list_of_codes(sqs: Any, dlq_url: str) -> list[str]:
+    return [code for code, count in _one_by_one(sqs, dlq_url).items() for _ in range(count)]
+
+
+TRIAGE_RIGHT = (
+    RightAnswer("a Counter, each record put back one by one", _one_by_one),
+    RightAnswer("a defaultdict, records put back in a finally", _defaultdict_in_finally),
+    RightAnswer("every known class listed, zeros included", _with_zeros),
+)
+
+TRIAGE_WRONG = (
+    WrongAnswer("deletes what it read", _deletes, "you deleted"),
+    WrongAnswer("leaves what it read hidden", lambda sqs, url: Counter(_code(m) for m in _read_all(sqs, url, hide=300)),
+                "still hidden"),
+    WrongAnswer("puts back only the last batch", _returns_last_batch_only, "still hidden"),
+    WrongAnswer("one receive", _first_receive_only, "at most 10 records"),
+    WrongAnswer("looks five times with VisibilityTimeout 0", _peeks_with_zero_visibility, "came back"),
+    WrongAnswer("never asks for the message attributes", _without_attribute_names, "MessageAttributeNames"),
+    WrongAnswer("counts the payloads' agent classes", _by_agent_class, "ERROR_CODE"),
+    WrongAnswer("counts records without ERROR_CODE under None", _none_for_unknown, "'UNKNOWN'"),
+    WrongAnswer("returns a list of codes", _list_of_codes, "return the counts"),
+)
+
+
+@register(
+    "03.triage",
+    title="Triage a DLQ by failure class without consuming it",
+    function="triage",
+    points=2,
+    public=[
+        Backlog("23 records after a provider outage and a bad deploy",
+                (("THROTTLING", 11), ("ERROR_FROM_TARGET", 8), ("TIMEOUT", 2), (UNKNOWN, 2))),
+        Backlog("7 records of two classes", (("INVALID_PARAMETER", 4), ("ERROR_FROM_TARGET", 3))),
+    ],
+    hidden=[
+        Backlog("37 records of five classes", (("THROTTLING", 5), ("ERROR_FROM_TARGET", 17), ("TIMEOUT", 6),
+                                                ("INVALID_PARAMETER", 4), (UNKNOWN, 5))),
+        Backlog("exactly one receive's worth", (("NO_PERMISSIONS", 10),)),
+        Backlog("an empty DLQ", ()),
+    ],
+    reference=reference_triage,
+    right_answers=TRIAGE_RIGHT,
+    wrong_answers=TRIAGE_WRONG,
+    timeout=30,
+    side_by_side=True,
+)
+def check_triage(answer: Any, case: Backlog, ctx: Any) -> CaseOutcome:
+    """Park the backlog, run the learner's triage through a recording client, judge the counts and the DLQ after."""
+    backend = ctx.backend
+    codes = _records(case)
+    with experiment_queue(backend, ctx.fresh_prefix(), visibility_timeout=60, max_receive_count=3) as queue:
+        target = queue.dead_letter_target()
+        for n, code in enumerate(codes):
+            message = {"MessageId": f"m-{n}", "Body": step_body(f"conv-{n}-step-1")}
+            if code == UNKNOWN:  # SQS moved it itself: no diagnosis
+                backend.client("sqs").send_message(QueueUrl=queue.dlq_url, MessageBody=message["Body"])
+            else:
+                dlq.dead_letter(backend, target, message, dlq.Diagnosis(code, f"{code.lower()} on step {n}", 2,
+                                                                        dlq.NOT_ROUTED_BY_A_RULE, target.target_arn))
+        log = CallLog(backend.client("sqs"), backend.clock)
+        budget = _Budget(log.client, receives=4 * math.ceil(len(codes) / 10) + 10)
+        returned = answer(budget, queue.dlq_url)
+        log.close()
+        left, visible = messages.held(backend, queue.dlq_url), messages.depth(backend, queue.dlq_url)
+    expected = Counter(codes)
+    if left < len(codes):
+        deleted = len(log.of("delete_message")) + sum(len(c.params.get("Entries", [])) for c in log.of("delete_message_batch"))
+        return CaseOutcome(False, f"you deleted {len(codes) - left} of the {len(codes)} records ({deleted} deletes): "
+                                  "triage must leave the DLQ as it found it, so a redrive can still move them; "
+                                  "put each back with change_message_visibility(..., VisibilityTimeout=0) instead")
+    if visible < len(codes):
+        return CaseOutcome(False, _still_hidden(len(codes) - visible, len(codes), log))
+    try:
+        counts = _read_counts(returned)
+    except ValueError as bad:
+        return CaseOutcome(False, str(bad))
+    if counts != expected:
+        return CaseOutcome(False, _miscounted(counts, expected, log, budget))
+    return CaseOutcome(True, f"{len(codes)} records counted by class, every one still in the DLQ and visible")
+
+
+class _Budget:
+    """The learner's client: after ``receives`` ReceiveMessage calls, every further receive finds nothing."""
+
+    def __init__(self, sqs: Any, *, receives: int) -> None:
+        self._sqs = sqs
+        self.left = receives
+        self.exhausted = False
+
+    def receive_message(self, **params: Any) -> dict[str, Any]:
+        if self.left <= 0:
+            self.exhausted = True
+            return {"Messages": []}
+        self.left -= 1
+        return self._sqs.receive_message(**params)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._sqs, name)
+
+
+def _read_counts(returned: Any) -> Counter:
+    if not isinstance(returned, Mapping):
+        raise ValueError(f"triage returned {type(returned).__name__}; return the counts, a dict of class -> number "
+                         "of records, like {'THROTTLING': 11, 'UNKNOWN': 2}")
+    counts: Counter = Counter()
+    for code, count in returned.items():
+        if isinstance(count, bool) or not isinstance(count, numbers.Integral):
+            raise ValueError(f"triage returned {count!r} for {code!r}; each count is a whole number of records")
+        if count:
+            counts[code] = int(count)
+    return counts
+
+
+def _still_hidden(hidden: int, total: int, log: CallLog) -> str:
+    hides = [call.params.get("VisibilityTimeout") for call in log.of("receive_message")]
+    longest = max((h for h in hides if h is not None), default=None)
+    how_long = f"for up to {longest} s (your VisibilityTimeout)" if longest else "for the queue's visibility timeout"
+    return (f"{hidden} of the {total} records were still hidden when triage returned: whoever looks next (a redrive, "
+            f"a colleague) finds them missing {how_long}. Put every record you read back with "
+            "change_message_visibility(..., VisibilityTimeout=0) before returning")
+
+
+def _miscounted(counts: Counter, expected: Counter, log: CallLog, budget: _Budget) -> str:
+    got, total = sum(counts.values()), sum(expected.values())
+    said = f"you counted {dict(counts)}; the records' ERROR_CODE attributes say {dict(expected)}"
+    receives = log.of("receive_message")
+    if budget.exhausted or got > total:
+        zero = any(call.params.get("VisibilityTimeout") == 0 for call in receives)
+        why = " (VisibilityTimeout=0 shows them again at once)" if zero else ""
+        return (f"{said}: records you had already read came back and were counted again{why}; hide what you read "
+                "until you are done (a VisibilityTimeout of a minute), then put it all back")
+    if not any(_asks_attributes(call.params) for call in receives) and (counts.get(UNKNOWN) or total):
+        return (f"{said}: ReceiveMessage returns message attributes only when asked: pass "
+                "MessageAttributeNames=['All'] (ERROR_CODE is a message attribute, not a system one)")
+    if got < total:
+        return (f"{said}: you read {got} of the {total} records; ReceiveMessage hands out at most 10 records per "
+                "call, so keep receiving until a receive returns none")
+    if None in counts:
+        return f"{said}: a record without ERROR_CODE counts under 'UNKNOWN', not None"
+    return f"{said}: count each record under its ERROR_CODE message attribute, not under what its payload says"
+
+
+def _asks_attributes(params: dict[str, Any]) -> bool:
+    names = params.get("MessageAttributeNames") or []
+    return any(name in ("All", ".*", dlq.ERROR_CODE) for name in names)

@@ -1,0 +1,444 @@
+"""Check ``04.callback``: ``complete_task(sfn, token, work, heartbeat_seconds, clock)`` runs a step and
+answers on its task token.
+
+The harness plays it as the worker of real executions on the backend's Step
+Functions engine, side by side: a quick answer, a failure with an error name
+that a Catch routes, a step longer than HeartbeatSeconds, and a step that
+outlives TimeoutSeconds (its answer is refused: the token is dead). It reads
+every SendTask* call the function made, and what became of each execution.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from fleetlab.core.errors import StepFailed
+from fleetlab.course.checks.lab04.common import HEARTBEAT_ERRORS
+from fleetlab.course.experiments.callbacks import Behaviour, CallbackBench, CallbackRun, Plan, answers, fails
+from fleetlab.course.grading.registry import Case, CaseOutcome, RightAnswer, WrongAnswer, register
+from fleetlab.services.stepfunctions import callbacks, machines
+from fleetlab.services.stepfunctions.worker import DEAD_TOKEN_ERRORS, Call, answer_task
+
+MAX_GAP_SHARE = 0.8  # of HeartbeatSeconds: a beat later than this races the timer
+ANSWERS = ("SendTaskSuccess", "SendTaskFailure")
+STEP_OUTPUT = {"summary": "three sources agree", "tokens": 812}
+DEAD = tuple(sorted(DEAD_TOKEN_ERRORS))
+
+
+# learners' answers: right ones, then wrong ones
+
+def _answer(sfn, token, output, failure):
+    if failure is None:
+        sfn.send_task_success(taskToken=token, output=json.dumps(output))
+    else:
+        sfn.send_task_failure(taskToken=token, error=failure.error, cause=failure.cause)
+
+
+def _run(work):
+    try:
+        return work(), None
+    except StepFailed as failed:
+        return None, failed
+
+
+def with_exception_classes(sfn, token, work, heartbeat_seconds, clock):
+    """Right: catches boto3's modelled exceptions instead of reading the error code."""
+    with clock.every(heartbeat_seconds / 4, lambda: _beat_quietly(sfn, token)):
+        output, failure = _run(work)
+    try:
+        _answer(sfn, token, output, failure)
+    except (sfn.exceptions.TaskTimedOut, sfn.exceptions.InvalidToken, sfn.exceptions.TaskDoesNotExist):
+        return "dropped"
+    return "answered"
+
+
+def with_own_thread(sfn, token, work, heartbeat_seconds, clock):
+    """Right: a plain thread and an Event for the heartbeat, beating every half window."""
+    stop = threading.Event()
+
+    def beat():
+        while not stop.wait(heartbeat_seconds / 2):
+            _beat_quietly(sfn, token)
+
+    beater = threading.Thread(target=beat, daemon=True)
+    beater.start()
+    try:
+        output, failure = _run(work)
+    finally:
+        stop.set()
+        beater.join()
+    try:
+        _answer(sfn, token, output, failure)
+    except ClientError as refused:
+        if refused.response["Error"]["Code"] not in DEAD:
+            raise
+
+
+def with_library_helpers(sfn, token, work, heartbeat_seconds, clock):
+    """Right: fleetlab's callback helpers, which return a result instead of raising."""
+    with clock.every(heartbeat_seconds / 3, lambda: callbacks.send_heartbeat(sfn, token)):
+        output, failure = _run(work)
+    if failure is None:
+        result = callbacks.send_success(sfn, token, output)
+    else:
+        result = callbacks.send_failure(sfn, token, failure.error, failure.cause)
+    return result.accepted
+
+
+def _beat_quietly(sfn, token):
+    try:
+        sfn.send_task_heartbeat(taskToken=token)
+    except ClientError:
+        pass
+
+
+def never_beats(sfn, token, work, heartbeat_seconds, clock):
+    output, failure = _run(work)
+    try:
+        _answer(sfn, token, output, failure)
+    except ClientError:
+        pass
+
+
+def beats_every_window(sfn, token, work, heartbeat_seconds, clock):
+    with clock.every(heartbeat_seconds, lambda: _beat_quietly(sfn, token)):
+        output, failure = _run(work)
+    try:
+        _answer(sfn, token, output, failure)
+    except ClientError:
+        pass
+
+
+def retries_until_accepted(sfn, token, work, heartbeat_seconds, clock):
+    with clock.every(heartbeat_seconds / 3, lambda: _beat_quietly(sfn, token)):
+        output, failure = _run(work)
+    for _ in range(5):
+        try:
+            _answer(sfn, token, output, failure)
+            return
+        except ClientError:
+            clock.sleep(0.1)
+
+
+def lets_refusals_escape(sfn, token, work, heartbeat_seconds, clock):
+    with clock.every(heartbeat_seconds / 3, lambda: _beat_quietly(sfn, token)):
+        output, failure = _run(work)
+    _answer(sfn, token, output, failure)
+
+
+def generic_error_name(sfn, token, work, heartbeat_seconds, clock):
+    with clock.every(heartbeat_seconds / 3, lambda: _beat_quietly(sfn, token)):
+        try:
+            output = work()
+        except StepFailed as failed:
+            _quietly(sfn.send_task_failure, taskToken=token, error="Error", cause=str(failed))
+            return
+    _quietly(sfn.send_task_success, taskToken=token, output=json.dumps(output))
+
+
+def failure_as_success(sfn, token, work, heartbeat_seconds, clock):
+    with clock.every(heartbeat_seconds / 3, lambda: _beat_quietly(sfn, token)):
+        try:
+            output = work()
+        except StepFailed as failed:
+            output = {"error": failed.error}
+    _quietly(sfn.send_task_success, taskToken=token, output=json.dumps(output))
+
+
+def output_as_text(sfn, token, work, heartbeat_seconds, clock):
+    with clock.every(heartbeat_seconds / 3, lambda: _beat_quietly(sfn, token)):
+        output, failure = _run(work)
+    if failure is None:
+        _quietly(sfn.send_task_success, taskToken=token, output=json.dumps(str(output)))
+    else:
+        _quietly(sfn.send_task_failure, taskToken=token, error=failure.error, cause=failure.cause)
+
+
+def heartbeat_outlives_the_step(sfn, token, work, heartbeat_seconds, clock):
+    finished = []
+
+    def beat_for_a_while():  # never told to stop; it gives up on its own a second after the step
+        while not finished or time.monotonic() < finished[0] + 1:
+            try:
+                sfn.send_task_heartbeat(taskToken=token)
+            except Exception:  # in-process moto can raise its own AttributeError while another execution starts
+                pass
+            time.sleep(heartbeat_seconds / 3)
+
+    threading.Thread(target=beat_for_a_while, daemon=True).start()
+    output, failure = _run(work)
+    finished.append(time.monotonic())
+    try:
+        _answer(sfn, token, output, failure)
+    except ClientError:
+        pass
+
+
+def hard_coded_error_name(sfn, token, work, heartbeat_seconds, clock):
+    with clock.every(heartbeat_seconds / 3, lambda: _beat_quietly(sfn, token)):
+        output, failure = _run(work)
+    if failure is None:
+        _quietly(sfn.send_task_success, taskToken=token, output=json.dumps(output))
+    else:
+        _quietly(sfn.send_task_failure, taskToken=token, error="AgentFailed", cause=failure.cause)
+
+
+def _quietly(call, **kwargs):
+    try:
+        call(**kwargs)
+    except ClientError:
+        pass
+
+
+@dataclass(frozen=True)
+class Step:
+    """One execution of a case: what its step does and the task's timers."""
+
+    name: str
+    behaviour: Behaviour
+    timeout_seconds: int
+    heartbeat_seconds: int
+    late: bool = False  # the step outlives TimeoutSeconds: its answer must be dropped
+
+
+@dataclass(frozen=True)
+class Steps(Case):
+    """Several steps, each on its own execution, all at once."""
+
+    steps: tuple[Step, ...] = ()
+
+
+class _RunawayRetry(BaseException):
+    """Raised into a worker that keeps answering on a dead token, to stop it."""
+
+
+@dataclass
+class _Watch:
+    """What the learner's function did per token, beside every SendTask* call it made."""
+
+    calls: list[Call] = field(default_factory=list)
+    started: dict[str, float] = field(default_factory=dict)
+    returned: dict[str, float] = field(default_factory=dict)
+    raised: dict[str, BaseException] = field(default_factory=dict)
+    runaway: set[str] = field(default_factory=set)
+
+    def respond_with(self, answer: Callable[..., Any]) -> Callable[..., Any]:
+        """The learner's function as the bench's responder, watched."""
+
+        def respond(sfn: Any, token: str, work: Callable[[], Any], heartbeat_seconds: int | None, clock: Any) -> Any:
+            self.started[token] = clock.now()
+            try:
+                return answer(sfn, token, work, heartbeat_seconds, clock)
+            except _RunawayRetry:
+                self.runaway.add(token)
+            except Exception as exc:  # kept: the harness reports it (or re-raises the learner's own bug)
+                self.raised[token] = exc
+            finally:
+                self.returned[token] = clock.now()
+            return None
+
+        return respond
+
+    def on_call(self, call: Call) -> None:
+        """Record ``call``; stop a worker at its third refused answer on one token."""
+        self.calls.append(call)
+        refused = [c for c in self.calls if c.token == call.token and c.call in ANSWERS and not c.accepted]
+        if call.call in ANSWERS and len(refused) >= 3:
+            raise _RunawayRetry()
+
+
+def _callback_plans(bench: CallbackBench, case: Steps) -> dict[str, Plan]:
+    plans = {}
+    for step in case.steps:
+        if step.late:
+            catch = [{"ErrorEquals": list(HEARTBEAT_ERRORS), "ResultPath": "$.error", "Next": machines.RECOVER_STATE}]
+        elif step.behaviour.kind == "fails":
+            catch = [{"ErrorEquals": [step.behaviour.error], "ResultPath": "$.error", "Next": machines.RECOVER_STATE}]
+        else:
+            catch = None
+        machine = bench.machine(step.name.replace(" ", "-"), timeout_seconds=step.timeout_seconds,
+                                heartbeat_seconds=step.heartbeat_seconds, catch=catch)
+        plans[step.name] = Plan(machine, (step.behaviour,))
+    return plans
+
+
+def _run_steps(answer: Any, case: Steps, ctx: Any) -> tuple[dict[str, CallbackRun], _Watch]:
+    watch = _Watch()
+    bench = CallbackBench(ctx.backend, ctx.fresh_prefix(), respond=watch.respond_with(answer), on_call=watch.on_call)
+    try:
+        wait = max(s.behaviour.seconds + s.timeout_seconds for s in case.steps) + 2
+        runs = bench.run_together(_callback_plans(bench, case), wait=min(wait, ctx.remaining()))
+    finally:
+        bench.close()
+    return runs, watch
+
+
+CALLBACK_SIGNATURE = "complete_task(sfn, token, work, heartbeat_seconds, clock)"
+
+CALLBACK_RIGHT = (
+    RightAnswer("boto3's modelled exceptions", with_exception_classes),
+    RightAnswer("a thread and an Event for the heartbeat", with_own_thread),
+    RightAnswer("fleetlab's callback helpers", with_library_helpers),
+)
+
+CALLBACK_WRONG = (
+    WrongAnswer("never beats", never_beats, "no SendTaskHeartbeat came"),
+    WrongAnswer("beats once per HeartbeatSeconds", beats_every_window, "gaps of up to"),
+    WrongAnswer("retries a refused answer", retries_until_accepted, "answers on one token"),
+    WrongAnswer("lets a dead token's refusal escape", lets_refusals_escape, "let the error escape"),
+    WrongAnswer("fails every step as 'Error'", generic_error_name, "never matched"),
+    WrongAnswer("reports a failure as a success", failure_as_success, "but your worker sent SendTaskSuccess"),
+    WrongAnswer("sends the output as text", output_as_text, "not the step's output"),
+    WrongAnswer("a heartbeat that outlives its step", heartbeat_outlives_the_step, "kept beating"),
+    WrongAnswer("a hard-coded error name", hard_coded_error_name, "never matched", public=False),
+)
+
+
+@register(
+    "04.callback",
+    title="A callback worker: heartbeat, answer, drop a dead token",
+    points=3,
+    public=[Steps("four steps at once: a quick answer, a failure named AgentFailed, a 1.4 s step under "
+                  "HeartbeatSeconds 1, a 2.2 s step under TimeoutSeconds 2", (
+                      Step("quick answer", answers(STEP_OUTPUT, after=0.1), 5, 1),
+                      Step("failure", fails("AgentFailed", "the tool returned nothing", after=0.1), 5, 1),
+                      Step("long step", answers(STEP_OUTPUT, after=1.4), 5, 1),
+                      Step("late step", answers(STEP_OUTPUT, after=2.2), 2, 1, late=True),
+                  ))],
+    hidden=[Steps("a failure named ToolTimeout, a 3 s step under HeartbeatSeconds 2, a failure after "
+                  "TimeoutSeconds 2", (
+                      Step("failure", fails("ToolTimeout", "search took too long", after=0.1), 5, 1),
+                      Step("long step", answers(STEP_OUTPUT, after=3.0), 6, 2),
+                      Step("late failure", fails("AgentFailed", "gave up", after=2.2), 2, 1, late=True),
+                  ))],
+    reference=answer_task,
+    right_answers=CALLBACK_RIGHT,
+    wrong_answers=CALLBACK_WRONG,
+    function="complete_task",
+    timeout=20,
+)
+def check_callback(answer: Any, case: Steps, ctx: Any) -> CaseOutcome:
+    problem = _signature_problem(answer, 5, CALLBACK_SIGNATURE)
+    if problem:
+        return CaseOutcome(False, problem)
+    for _ in range(GAP_ATTEMPTS):
+        started = time.monotonic()
+        runs, watch = _run_steps(answer, case, ctx)
+        _raise_learner_bug(watch)
+        problem = next(filter(None, (_judge_step(step, runs[step.name], watch) for step in case.steps)), "")
+        if _GAP not in problem or ctx.remaining() < 2 * (time.monotonic() - started):
+            break
+    if problem:
+        return CaseOutcome(False, problem)
+    return CaseOutcome(True, f"{len(case.steps)} steps answered as their tasks expected")
+
+
+def _signature_problem(answer: Any, arguments: int, signature: str) -> str:
+    try:
+        inspect.signature(answer).bind(*range(arguments))
+    except (TypeError, ValueError):
+        return f"the function must take {arguments} arguments: {signature}"
+    return ""
+
+
+def _raise_learner_bug(watch: _Watch) -> None:
+    """An exception that is not a refused callback is the learner's own bug: let the runner report it."""
+    for exc in watch.raised.values():
+        if not isinstance(exc, ClientError):
+            raise exc
+
+
+def _judge_step(step: Step, run: CallbackRun, watch: _Watch) -> str:
+    if not run.tokens:
+        return f"the {step.name}: no worker ever took its task (a fleetlab problem; run the check again)"
+    token = run.tokens[0]
+    mine = [c for c in watch.calls if c.token == token]
+    answered = [c for c in mine if c.call in ANSWERS]
+    if token in watch.runaway or len(answered) > 1:
+        refusals = ", ".join(sorted({c.error_code for c in answered if not c.accepted})) or "all accepted"
+        return (f"the {step.name}: your worker sent {len(answered)} answers on one token (refused: {refusals}): "
+                "a dead token never comes back to life; answer once and drop the refusal")
+    if not step.late:
+        problem = _judge_heartbeat(step, run, mine, watch.started.get(token))
+        if problem:
+            return problem
+    if token in watch.raised:
+        return _judge_raised(step, watch.raised[token], answered)
+    leaked = [c for c in mine if c.call == "SendTaskHeartbeat" and c.at > watch.returned.get(token, c.at) + 0.15]
+    if leaked:
+        return (f"the {step.name}: your heartbeat kept beating after complete_task returned ({len(leaked)} beats): "
+                "stop it when the step ends (a heartbeat that outlives its step hides a dead worker)")
+    if not answered:
+        return f"the {step.name}: your worker never answered, so the execution was left {run.status}"
+    if step.late:
+        return ""
+    if step.behaviour.kind == "fails":
+        return _judge_failure(step, run, answered[0])
+    return _judge_success(step, run, answered[0])
+
+
+GAP_ATTEMPTS = 3
+"""A heartbeat gap is confirmed by running the case again (up to this many runs in all): on a
+loaded machine a right answer's thread can be late once; a wrong one leaves the gap every time."""
+_GAP = "runs under HeartbeatSeconds"
+
+
+def _judge_heartbeat(step: Step, run: CallbackRun, mine: list[Call], started: float | None) -> str:
+    gap = _longest_gap(mine, started)
+    if gap is None or gap <= MAX_GAP_SHARE * step.heartbeat_seconds:
+        return ""
+    beats = sum(c.call == "SendTaskHeartbeat" for c in mine)
+    what = "no SendTaskHeartbeat came" if beats == 0 else f"your heartbeats left gaps of up to {gap:.2f} s"
+    outcome = f"the timer ran out ({run.error})" if run.status == "FAILED" else "the timer nearly ran out"
+    return (f"the {step.name} ({step.behaviour.seconds:g} s) {_GAP} {step.heartbeat_seconds}: "
+            f"{what}, so {outcome}; beat well inside the window, every third of it")
+
+
+def _judge_raised(step: Step, exc: BaseException, answered: list[Call]) -> str:
+    code = exc.response["Error"].get("Code", "?") if isinstance(exc, ClientError) else type(exc).__name__
+    if code in DEAD_TOKEN_ERRORS:
+        call = answered[-1].call if answered else "answer"
+        return (f"the {step.name}'s {call} was refused with {code} (the task had timed out) and your function "
+                "let the error escape: the worker would leave the message on the queue and run the step again "
+                "for nothing; catch it and drop the late answer")
+    return f"the {step.name}: a callback was refused with {code} and your function raised it"
+
+
+def _judge_failure(step: Step, run: CallbackRun, answer: Call) -> str:
+    error = step.behaviour.error
+    if answer.call != "SendTaskFailure":
+        return (f"the step raised StepFailed({error!r}) but your worker sent {answer.call}: "
+                "report a failure with SendTaskFailure so the state machine's Catch can route it")
+    if machines.RECOVER_STATE not in run.states:
+        return (f"the step raised StepFailed({error!r}) but the task failed with {run.error or '?'!r}, so the "
+                f"Catch on {error!r} never matched and the execution {run.status}: send the step's own error "
+                "name (its .error)")
+    return ""
+
+
+def _judge_success(step: Step, run: CallbackRun, answer: Call) -> str:
+    if answer.call != "SendTaskSuccess" or run.status != "SUCCEEDED":
+        return f"the {step.name}: the execution ended {run.status} ({run.error or answer.call}); it should succeed"
+    result = (run.output or {}).get("result")
+    if result != step.behaviour.output:
+        return (f"the {step.name}: the task's result was {json.dumps(result)[:80]}, not the step's output "
+                f"{json.dumps(step.behaviour.output)[:80]}: send json.dumps(output) as the output")
+    return ""
+
+
+def _longest_gap(mine: list[Call], started: float | None) -> float | None:
+    """The longest Step Functions waited for word from the worker before its answer (beats it took, the answer)."""
+    answer_at = next((c.at for c in mine if c.call in ANSWERS), None)
+    if answer_at is None or started is None:
+        return None
+    heard = sorted({started, answer_at} | {c.at for c in mine if c.call == "SendTaskHeartbeat" and c.accepted
+                                           and c.at <= answer_at})
+    return max(later - earlier for earlier, later in zip(heard, heard[1:]))

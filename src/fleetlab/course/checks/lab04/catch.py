@@ -1,0 +1,186 @@
+"""Check ``04.catch``: the Retry and Catch of the callback task, as ASL JSON, must keep the execution
+from failing when the worker stops beating, whichever name the backend gives the missed heartbeat
+(AWS: States.HeartbeatTimeout; moto and LocalStack: States.Timeout).
+
+The harness inserts the block into a real callback machine (validated as AWS
+would first), plays workers that die or stall, and then checks the block
+routes both names.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from fleetlab.core.errors import AslError
+from fleetlab.course.checks.lab04.common import AWS_HEARTBEAT_ERROR, HEARTBEAT_ERRORS
+from fleetlab.course.experiments.callbacks import Behaviour, CallbackBench, answers, dies
+from fleetlab.course.grading.registry import Case, CaseOutcome, RightAnswer, WrongAnswer, register
+from fleetlab.services.stepfunctions import asl, machines
+
+# learners' answers: the reference, right ones, then wrong ones
+
+CATCH_REFERENCE = """{
+  "Retry": [{"ErrorEquals": ["States.HeartbeatTimeout", "States.Timeout"],
+             "IntervalSeconds": 1, "MaxAttempts": 1, "BackoffRate": 2.0}],
+  "Catch": [{"ErrorEquals": ["States.HeartbeatTimeout", "States.Timeout"],
+             "ResultPath": "$.error", "Next": "Recover"}]
+}"""
+
+CATCH_ONLY = {"Catch": [{"ErrorEquals": ["States.Timeout", "States.HeartbeatTimeout"], "Next": "Recover"}]}
+CATCH_ALL = '{"Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "Recover"}]}'
+ONE_CATCHER_PER_NAME = {"Catch": [{"ErrorEquals": ["States.HeartbeatTimeout"], "Next": "Recover"},
+                                  {"ErrorEquals": ["States.Timeout"], "Next": "Recover"}]}
+WHOLE_TASK_STATE = json.dumps({
+    "Type": "Task", "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken",
+    "HeartbeatSeconds": 1, "TimeoutSeconds": 3,
+    "Catch": [{"ErrorEquals": ["States.HeartbeatTimeout", "States.Timeout"], "Next": "Recover"}],
+})
+
+ONLY_HEARTBEAT_NAME = {"Catch": [{"ErrorEquals": ["States.HeartbeatTimeout"], "Next": "Recover"}]}
+ONLY_TIMEOUT_NAME = {"Catch": [{"ErrorEquals": ["States.Timeout"], "Next": "Recover"}]}
+RETRY_WITHOUT_CATCH = {"Retry": [{"ErrorEquals": ["States.HeartbeatTimeout", "States.Timeout"], "MaxAttempts": 1,
+                                  "IntervalSeconds": 1}]}
+TASK_FAILED_WILDCARD = {"Catch": [{"ErrorEquals": ["States.TaskFailed"], "Next": "Recover"}]}
+MISNAMED_TARGET = {"Catch": [{"ErrorEquals": ["States.HeartbeatTimeout", "States.Timeout"], "Next": "Recovery"}]}
+ERROR_NAME_AS_TEXT = '{"Catch": [{"ErrorEquals": "States.Timeout", "Next": "Recover"}]}'
+SLOW_RETRIES = {"Retry": [{"ErrorEquals": ["States.HeartbeatTimeout", "States.Timeout"], "IntervalSeconds": 30,
+                           "MaxAttempts": 3, "BackoffRate": 2.0}],
+                "Catch": [{"ErrorEquals": ["States.HeartbeatTimeout", "States.Timeout"], "Next": "Recover"}]}
+ALL_BESIDE_OTHERS = {"Catch": [{"ErrorEquals": ["States.ALL", "States.Timeout"], "Next": "Recover"}]}
+NOT_JSON = "{'Catch': [{'ErrorEquals': ['States.Timeout'], 'Next': 'Recover'}]}"
+
+
+CATCH_RIGHT = (
+    RightAnswer("a Catch on both names, no Retry", CATCH_ONLY),
+    RightAnswer("States.ALL as the only catcher", CATCH_ALL),
+    RightAnswer("one catcher per name", ONE_CATCHER_PER_NAME),
+    RightAnswer("a whole Task state pasted in", WHOLE_TASK_STATE),
+    RightAnswer("the reference as a dict, not JSON text", json.loads(CATCH_REFERENCE)),
+)
+
+CATCH_WRONG = (
+    WrongAnswer("catches only States.HeartbeatTimeout", ONLY_HEARTBEAT_NAME, "States.Timeout"),
+    WrongAnswer("catches only States.Timeout", ONLY_TIMEOUT_NAME, "States.HeartbeatTimeout"),
+    WrongAnswer("retries but never catches", RETRY_WITHOUT_CATCH, "no Catch"),
+    WrongAnswer("States.TaskFailed as a wildcard", TASK_FAILED_WILDCARD, "States.Timeout"),
+    WrongAnswer("routes to a state that does not exist", MISNAMED_TARGET, "not a state"),
+    WrongAnswer("ErrorEquals as a string", ERROR_NAME_AS_TEXT, "must be a non-empty list"),
+    WrongAnswer("retries for minutes", SLOW_RETRIES, "keeps the execution waiting"),
+    WrongAnswer("States.ALL beside another name", ALL_BESIDE_OTHERS, "must appear alone"),
+    WrongAnswer("Python, not JSON", NOT_JSON, "not valid JSON"),
+)
+
+
+RETRY_BUDGET_SECONDS = 8  # retries this lab can wait out: Step Functions timers run in real time
+
+
+@dataclass(frozen=True)
+class Outage(Case):
+    """The task's timers, and what the worker does with each attempt's token."""
+
+    timeout_seconds: int = 3
+    heartbeat_seconds: int = 1
+    behaviours: tuple[Behaviour, ...] = (dies(),)
+
+
+def read_block(answer: Any) -> dict[str, Any]:
+    """The Retry/Catch block from JSON text, a dict, a whole Task state, or a bare Catch list.
+
+    Raises AslError naming the field when it cannot be read.
+    """
+    if isinstance(answer, (str, bytes)):
+        try:
+            answer = json.loads(answer)
+        except json.JSONDecodeError as exc:
+            raise AslError("answer", f"is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
+                           hint='JSON wants double quotes: {"Catch": [...]}') from exc
+    if isinstance(answer, list):
+        answer = {"Catch": answer}
+    if not isinstance(answer, dict):
+        raise AslError("answer", f"must be a JSON object with Retry and Catch, got {type(answer).__name__}")
+    unknown = sorted(set(answer) - {"Retry", "Catch"} - asl.FIELDS["Task"])
+    if unknown:
+        raise AslError(f"answer.{unknown[0]}", "is not a field of a Task state", hint="give Retry and Catch")
+    return {key: answer[key] for key in ("Retry", "Catch") if key in answer}
+
+
+def worst_case_wait(block: dict[str, Any], case: Outage) -> float:
+    """Seconds a dead worker keeps the execution waiting before the Catch runs, all retries included."""
+    retrier = block.get("Retry", [])
+    index = asl.first_match(retrier, "States.Timeout")
+    index = index if index is not None else asl.first_match(retrier, AWS_HEARTBEAT_ERROR)
+    attempts, interval, rate = 0, 1.0, 2.0
+    if index is not None:
+        attempts = retrier[index].get("MaxAttempts", 3)
+        interval = retrier[index].get("IntervalSeconds", 1)
+        rate = retrier[index].get("BackoffRate", 2.0)
+    pauses = sum(interval * rate ** n for n in range(attempts))
+    return (attempts + 1) * case.heartbeat_seconds + pauses
+
+
+@register(
+    "04.catch",
+    title="A Catch that survives a missed heartbeat on any backend",
+    points=3,
+    public=[Outage("the first worker dies holding the token; a retry's worker would answer", 3, 1,
+                   (dies(), answers(after=0.1)))],
+    hidden=[Outage("every worker dies holding the token (no heartbeat)", 3, 1, (dies(),)),
+            Outage("a worker that beats but never finishes under TimeoutSeconds 2; the retry's worker dies", 2, 1,
+                   (answers(after=2.5), dies()))],
+    reference=CATCH_REFERENCE,
+    right_answers=CATCH_RIGHT,
+    wrong_answers=CATCH_WRONG,
+    timeout=20,
+)
+def check_catch(answer: Any, case: Outage, ctx: Any) -> CaseOutcome:
+    try:
+        block = read_block(answer)
+    except AslError as unreadable:
+        return CaseOutcome(False, str(unreadable))
+    if not block.get("Catch"):
+        return CaseOutcome(False, "your block has no Catch: once the retries run out, the missed heartbeat fails the "
+                                  f"execution; add a Catch whose Next is {machines.RECOVER_STATE!r}")
+    targets = {machines.RECOVER_STATE, machines.DONE_STATE}
+    for index, catcher in enumerate(block["Catch"] if isinstance(block["Catch"], list) else []):
+        if isinstance(catcher, dict) and catcher.get("Next") not in targets:
+            return CaseOutcome(False, f"Catch[{index}].Next: {catcher.get('Next')!r} is not a state of this machine; "
+                                      f"route the error to {machines.RECOVER_STATE!r}")
+    wait = worst_case_wait(block, case)
+    if wait > RETRY_BUDGET_SECONDS:
+        return CaseOutcome(False, f"with a dead worker your Retry keeps the execution waiting {wait:g} s before the "
+                                  f"Catch runs; in this lab keep it under {RETRY_BUDGET_SECONDS} s "
+                                  "(IntervalSeconds 1, MaxAttempts 1 or 2)")
+    bench = CallbackBench(ctx.backend, ctx.fresh_prefix())
+    try:
+        machine = bench.machine("catch", timeout_seconds=case.timeout_seconds,
+                                heartbeat_seconds=case.heartbeat_seconds, **{k.lower(): v for k, v in block.items()})
+        run = bench.run(machine, *case.behaviours, label="outage", wait=min(wait + case.timeout_seconds + 3,
+                                                                              ctx.remaining()))
+    except AslError as refused:
+        return CaseOutcome(False, f"Step Functions would refuse the task with your block: {refused}")
+    finally:
+        bench.close()
+    if run.status != "SUCCEEDED":
+        return CaseOutcome(False, f"on {ctx.backend.name} the task failed with {run.error or '?'} and your block did "
+                                  f"not route it: the execution ended {run.status}"
+                                  + _unlisted(block, run.error))
+    for error in HEARTBEAT_ERRORS:
+        if asl.first_match(block["Catch"], error) is None:
+            return CaseOutcome(False, _missing_name(error, ctx))
+    return CaseOutcome(True, f"the execution survived ({' -> '.join(run.states)}), and both names are caught")
+
+
+def _unlisted(block: dict[str, Any], error: str) -> str:
+    if error and asl.first_match(block["Catch"], error) is None:
+        return f" (your Catch does not list {error})"
+    return ""
+
+
+def _missing_name(error: str, ctx: Any) -> str:
+    if error == AWS_HEARTBEAT_ERROR:
+        return (f"the execution survived on {ctx.backend.name}, but your Catch does not list {error}: on AWS a "
+                f"missed heartbeat fails the task with {error}, and the execution would fail there")
+    return (f"the execution survived on {ctx.backend.name}, but your Catch does not list {error}: moto and LocalStack "
+            f"report a missed heartbeat as {error}, and TimeoutSeconds raises it on AWS too")

@@ -1,0 +1,211 @@
+"""Check ``05.bill``: ``fleet_bill(conversations_per_minute, steps, step_seconds, prices)``
+returns ``(in_flight_steps, dollars_per_day)`` for a fleet: the steps in flight
+at once (Little's law: steps per second x step time) and the day's bill for
+the calls every step makes (one SQS receive and one delete, one completion
+event, one idempotency write), at ``prices`` in US dollars per million.
+
+Pure arithmetic, checked against ``scaling.capacity`` within 1% (or a cent,
+or one step). A wrong figure is explained by the slip it matches: counting
+conversations instead of steps, a day of minutes, one SQS call per step,
+PutEvents billed per request, a price per call.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any
+
+import numpy
+
+from fleetlab.composition.scaling.capacity import DAY, capacity, daily_bill
+from fleetlab.core.errors import InvalidInput
+from fleetlab.course.grading.registry import Case, CaseOutcome, RightAnswer, WrongAnswer, register
+
+US_EAST_1 = (("sqs", 0.40), ("events", 1.00), ("dynamodb", 0.625))  # the course's price list, per million
+RELATIVE = 0.01
+
+
+@dataclass(frozen=True)
+class Fleet(Case):
+    """Conversations a minute, steps each, seconds a step, and dollars per million per line."""
+
+    conversations_per_minute: float = 500
+    steps: int = 15
+    step_seconds: float = 90
+    prices: tuple[tuple[str, float], ...] = US_EAST_1
+
+    @property
+    def price_list(self) -> dict[str, float]:
+        return dict(self.prices)
+
+
+def expected(case: Fleet) -> tuple[float, float]:
+    """(steps in flight, dollars a day) from the library's capacity arithmetic."""
+    cap = capacity(case.conversations_per_minute, case.steps, case.step_seconds)
+    return cap.in_flight_steps, sum(daily_bill(cap, case.price_list).values())
+
+
+def _slips(case: Fleet) -> dict[str, tuple[float, float]]:
+    """What each known slip gives for this fleet: (in flight, dollars a day)."""
+    cpm, steps, seconds, p = case.conversations_per_minute, case.steps, case.step_seconds, case.price_list
+    per_day = cpm * steps * 1440
+    right = expected(case)
+
+    def bill(sqs: float = 2, events: float = 1, dynamodb: float = 1, day: float = per_day) -> float:
+        return day * (sqs * p["sqs"] + events * p["events"] + dynamodb * p["dynamodb"]) / 1e6
+
+    return {
+        "conversations": (cpm / 60 * seconds, bill(day=cpm * 1440)),
+        "per-minute": (cpm * steps * seconds, right[1]),
+        "hour": (right[0], bill(day=cpm * steps * 60)),
+        "one-sqs-call": (right[0], bill(sqs=1)),
+        "per-request": (right[0], bill(events=0.1)),
+        "no-write": (right[0], bill(dynamodb=0)),
+        "per-call": (right[0], bill() * 1e6),
+    }
+
+
+SLIP_WORDS = {
+    "conversations": "you counted conversations, not steps: every one of the {steps} steps of a conversation is "
+                     "received, deleted, announced and recorded, so the work in flight and the bill grow with "
+                     "steps, not users",
+    "per-minute": "steps in flight = steps per second x seconds a step (Little's law); steps per minute x seconds "
+                  "counts 60 times too many",
+    "hour": "a day is 1,440 minutes (86,400 s): your bill covers an hour",
+    "one-sqs-call": "each step makes two SQS requests, a ReceiveMessage and a DeleteMessage",
+    "per-request": "EventBridge bills every event, batched or not: 10 entries in one PutEvents are 10 events",
+    "no-write": "each step also makes one idempotency write to DynamoDB",
+    "per-call": "the prices are dollars per million calls, not per call",
+}
+
+
+def _close(got: float, want: float, absolute: float) -> bool:
+    return abs(got - want) <= max(RELATIVE * abs(want), absolute)
+
+
+MONEY_WORDS = ("dollar", "usd", "bill", "cost", "price", "$")
+
+
+def _figures(returned: Any) -> tuple[float, float]:
+    """(in flight, dollars) from a pair (a tuple, a list, a numpy array), or a dict whose keys name them.
+
+    Raises InvalidInput saying what to return.
+    """
+    shape = "return two numbers: (in_flight_steps, dollars_per_day)"
+    if isinstance(returned, Mapping):
+        flight = [v for k, v in returned.items() if "flight" in str(k).lower()]
+        money = [v for k, v in returned.items() if any(word in str(k).lower() for word in MONEY_WORDS)]
+        if len(flight) != 1 or len(money) != 1:
+            raise InvalidInput("fleet_bill", f"returned a dict with keys {sorted(map(str, returned))}", hint=shape)
+        pair: Sequence[Any] = (flight[0], money[0])
+    elif isinstance(returned, Iterable) and not isinstance(returned, (str, bytes)):
+        pair = list(returned)
+    else:
+        pair = ()
+    if len(pair) != 2:
+        raise InvalidInput("fleet_bill", f"returned {returned!r}", hint=shape)
+    for value in pair:
+        if isinstance(value, bool) or not isinstance(value, (numbers.Real, Decimal)) or not math.isfinite(value):
+            raise InvalidInput("fleet_bill", f"returned {value!r} in {returned!r}", hint=shape)
+    return float(pair[0]), float(pair[1])
+
+
+def reference_bill(conversations_per_minute: float, steps: int, step_seconds: float,
+                   prices: Mapping[str, float]) -> tuple[float, float]:
+    """Little's law for the steps in flight; two SQS requests, one event and one write per step, for a day."""
+    steps_per_second = conversations_per_minute * steps / 60
+    per_day = steps_per_second * DAY
+    dollars = per_day * (2 * prices["sqs"] + prices["events"] + prices["dynamodb"]) / 1_000_000
+    return steps_per_second * step_seconds, dollars
+
+
+def _as_dict(cpm: float, steps: int, seconds: float, prices: Mapping[str, float]) -> dict[str, float]:
+    in_flight, dollars = reference_bill(cpm, steps, seconds, prices)
+    return {"in_flight_steps": in_flight, "dollars_per_day": dollars}
+
+
+def _by_line(cpm: float, steps: int, seconds: float, prices: Mapping[str, float]) -> list[Any]:
+    per_day = Fraction(str(cpm)) * steps * 1440
+    lines = {"sqs": 2 * per_day, "events": per_day, "dynamodb": per_day}
+    return [round(cpm * steps / 60 * seconds), round(sum(n * Fraction(str(prices[k])) / 10**6
+                                                         for k, n in lines.items()), 2)]
+
+
+BILL_RIGHT = (
+    RightAnswer("a dict naming the two figures", _as_dict),
+    RightAnswer("a numpy array", lambda cpm, steps, seconds, prices: numpy.array(reference_bill(cpm, steps, seconds,
+                                                                                                   prices))),
+    RightAnswer("fractions, a list, the bill to the cent and whole steps", _by_line),
+)
+
+
+def _slip(name: str) -> Any:
+    return lambda cpm, steps, seconds, prices: _slips(Fleet("", cpm, steps, seconds, tuple(prices.items())))[name]
+
+
+BILL_WRONG = (
+    WrongAnswer("per conversation, not per step", _slip("conversations"), "grow with steps, not users"),
+    WrongAnswer("steps per minute x step seconds", _slip("per-minute"), "60 times too many"),
+    WrongAnswer("a bill for an hour", _slip("hour"), "your bill covers an hour"),
+    WrongAnswer("one SQS request per step", _slip("one-sqs-call"), "two SQS requests"),
+    WrongAnswer("PutEvents billed per request", _slip("per-request"), "10 entries in one PutEvents are 10 events"),
+    WrongAnswer("no idempotency write", _slip("no-write"), "one idempotency write"),
+    WrongAnswer("prices per call", _slip("per-call"), "not per call"),
+    WrongAnswer("the bill only", lambda cpm, steps, seconds, prices: 26.19, "return two numbers"),
+    WrongAnswer("the seed's fleet, hard-coded", lambda cpm, steps, seconds, prices: (11_250, 26.19),
+                "steps in flight"),
+)
+
+
+@register(
+    "05.bill",
+    title="Count a fleet's in-flight steps and price its day",
+    function="fleet_bill",
+    points=2,
+    public=[
+        Fleet("500 conversations a minute, 15 steps of 90 s, us-east-1 prices", 500, 15, 90),
+        Fleet("40 conversations a minute, 60 steps of 5 min, us-east-1 prices", 40, 60, 300),
+    ],
+    hidden=[
+        Fleet("2,000 conversations a minute, 8 steps of 45 s, other prices", 2_000, 8, 45,
+              (("sqs", 0.50), ("events", 1.20), ("dynamodb", 0.75))),
+        Fleet("12 conversations a minute, 3 steps of 20 min, us-east-1 prices", 12, 3, 1_200),
+    ],
+    reference=reference_bill,
+    right_answers=BILL_RIGHT,
+    wrong_answers=BILL_WRONG,
+    timeout=5,
+)
+def check_bill(answer: Any, case: Fleet, ctx: Any) -> CaseOutcome:
+    """Arithmetic only: both figures within 1% (or a cent, or one step) of the capacity arithmetic."""
+    try:
+        in_flight, dollars = _figures(answer(case.conversations_per_minute, case.steps, case.step_seconds,
+                                             case.price_list))
+    except InvalidInput as bad:
+        return CaseOutcome(False, str(bad))
+    want_flight, want_dollars = expected(case)
+    flight_ok, dollars_ok = _close(in_flight, want_flight, 1), _close(dollars, want_dollars, 0.01)
+    if flight_ok and dollars_ok:
+        return CaseOutcome(True, f"{want_flight:,.0f} steps in flight, ${want_dollars:,.2f} a day")
+    wrong = []
+    if not flight_ok:
+        wrong.append(f"{in_flight:,.0f} steps in flight (expected {want_flight:,.0f})")
+    if not dollars_ok:
+        wrong.append(f"${dollars:,.2f} a day (expected ${want_dollars:,.2f})")
+    slips = [name for name, (flight, money) in _slips(case).items()
+             if _close(in_flight, flight, 1) and _close(dollars, money, 0.01)]
+    why = SLIP_WORDS[slips[0]].format(steps=case.steps) if slips else _worked(case)
+    return CaseOutcome(False, f"you returned {' and '.join(wrong)}: {why}")
+
+
+def _worked(case: Fleet) -> str:
+    cap = capacity(case.conversations_per_minute, case.steps, case.step_seconds)
+    lines = daily_bill(cap, case.price_list)
+    return (f"{cap.steps_per_second:,.2f} steps/s x {case.step_seconds:g} s = {cap.in_flight_steps:,.0f} in flight; "
+            f"a day of {cap.steps_per_day:,.0f} steps bills SQS ${lines['sqs']:,.2f} (2 requests a step), "
+            f"EventBridge ${lines['events']:,.2f} (1 event) and DynamoDB ${lines['dynamodb']:,.2f} (1 write)")

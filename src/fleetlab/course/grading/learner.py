@@ -1,0 +1,117 @@
+"""Tell an unfinished answer, and the learner's code, from everything else.
+
+An exercise is unfinished while its answer is ``...`` (or holds one), is a
+function whose body is only ``...``, or raises NotImplementedError from the
+learner's own code. Unfinished work earns a "not yet", never a traceback.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import sys
+import sysconfig
+import textwrap
+import traceback
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+_FLEETLAB_DIR = str(Path(__file__).resolve().parents[2])
+_PYTHON_DIRS = tuple({sysconfig.get_path(name) for name in ("stdlib", "platstdlib", "purelib", "platlib")})
+
+
+def is_unfinished(answer: Any, depth: int = 2) -> bool:
+    """True for ``...``, a dict/list/tuple holding ``...``, or a stub function or class."""
+    if answer is Ellipsis:
+        return True
+    if inspect.isfunction(answer) or inspect.ismethod(answer):
+        return _body_is_ellipsis(answer)
+    if inspect.isclass(answer):
+        return any(_body_is_ellipsis(member) for member in vars(answer).values() if inspect.isfunction(member))
+    if depth and isinstance(answer, dict):
+        return any(is_unfinished(value, depth - 1) for value in answer.values())
+    if depth and isinstance(answer, (list, tuple)):
+        return any(is_unfinished(item, depth - 1) for item in answer)
+    return False
+
+
+def learner_frames(exc: BaseException, library_files: Iterable[str] = ()) -> list[traceback.FrameSummary]:
+    """The frames of ``exc``'s traceback that run the learner's code, outermost first.
+
+    Library code is fleetlab itself, the standard library, installed packages
+    and ``library_files`` (the check's own harness module).
+    """
+    library = (_FLEETLAB_DIR, *_PYTHON_DIRS, *library_files)
+    return [frame for frame in traceback.extract_tb(exc.__traceback__) if not _is_library(frame.filename, library)]
+
+
+def learner_waiting(
+    thread_ids: Iterable[int], wait_files: Iterable[str], library_files: Iterable[str] = ()
+) -> traceback.FrameSummary | None:
+    """The learner's frame that is waiting right now by calling ``wait_files`` (the clock) itself, or None.
+
+    Looks at the stacks of these threads: a learner's frame counts only when
+    the frame it called is in one of ``wait_files``. A learner's code that
+    waits through the library (a DynamoDB call under latency) is not blamed.
+    """
+    library = (_FLEETLAB_DIR, *_PYTHON_DIRS, *library_files)
+    waits = tuple(wait_files)
+    running = sys._current_frames()
+    for ident in thread_ids:
+        if ident not in running:
+            continue
+        stack = traceback.extract_stack(running[ident])
+        for caller, called in zip(stack, stack[1:]):
+            if not _is_library(caller.filename, library) and called.filename in waits:
+                return caller
+    return None
+
+
+def raised_by_learner_stub(exc: BaseException, library_files: Iterable[str] = ()) -> bool:
+    """True when the learner's own code raised NotImplementedError (an unfinished stub).
+
+    A NotImplementedError from a library the learner called (moto raises one
+    for calls it does not emulate) is an ordinary error, not a stub.
+    """
+    if not isinstance(exc, NotImplementedError):
+        return False
+    frames = traceback.extract_tb(exc.__traceback__)
+    return bool(frames) and frames[-1] in learner_frames(exc, library_files)
+
+
+def describe_learner_error(exc: BaseException, frames: list[traceback.FrameSummary]) -> str:
+    """``your code raised ZeroDivisionError: division by zero (in handle, line 4)``."""
+    where = frames[-1]
+    message = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return f"your code raised {message} (in {where.name}, line {where.lineno})"
+
+
+def _body_is_ellipsis(function: Any) -> bool:
+    function = getattr(function, "__func__", function)
+    try:
+        source = textwrap.dedent(inspect.getsource(function))
+        tree = ast.parse(source)
+    except (OSError, TypeError, SyntaxError):
+        return False
+    definition = tree.body[0] if tree.body else None
+    if not isinstance(definition, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    body = definition.body
+    if body and _is_constant(body[0], str):
+        body = body[1:]  # a docstring does not finish an exercise
+    return len(body) == 1 and _is_constant(body[0], type(Ellipsis))
+
+
+def _is_constant(statement: ast.stmt, kind: type) -> bool:
+    return (
+        isinstance(statement, ast.Expr)
+        and isinstance(statement.value, ast.Constant)
+        and isinstance(statement.value.value, kind)
+    )
+
+
+def _is_library(filename: str, library: tuple[str, ...]) -> bool:
+    if filename.startswith("<"):
+        return not filename.startswith("<ipython-input")
+    return filename.startswith(library)

@@ -1,0 +1,252 @@
+"""What a check is, and where checks are found.
+
+A check belongs to one exercise. It has public cases (run in the notebook),
+hidden cases (run only by the grader, against hard-coding and over-fitting),
+a reference answer, a catalogue of right-but-different answers (each must
+pass every case) and one of known wrong answers (each must be rejected; the
+tests prove all three), and a harness that runs an answer against one case::
+
+    @register("00.planes", title="Name the three planes", points=1,
+              public=[...], hidden=[...], reference=REFERENCE,
+              right_answers=[...], wrong_answers=[...])
+    def planes(answer, case, ctx) -> CaseOutcome: ...
+
+Points split evenly over the cases (public and hidden), unless the check
+says why its cases cannot be scored apart (``all_or_nothing="why"``).
+
+Check ids are ``"<lab>.<name>"`` (``"01.visibility"``). The checks of lab
+``NN`` live in ``fleetlab.course.checks.labNN`` (a module, or a package with
+one module per check) and are imported on first use.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from fleetlab.core.errors import InvalidInput
+
+CHECK_ID = re.compile(r"^(?P<lab>\d\d)\.(?P<name>[a-z0-9][a-z0-9_-]*)$")
+DEFAULT_TIMEOUT = 4.0
+
+
+@dataclass(frozen=True)
+class Case:
+    """One input the harness runs the answer against. Subclass it to add inputs."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class CaseOutcome:
+    """What the harness concluded for one case; ``diagnosis`` speaks the learner's terms."""
+
+    ok: bool
+    diagnosis: str = ""
+
+
+@dataclass(frozen=True)
+class WrongAnswer:
+    """A known wrong answer the check must reject.
+
+    ``expect`` is a fragment of the diagnosis the learner sees. ``public`` is
+    True when the public cases reject it (the lesson's central mistakes must
+    be), False when only hidden cases do (hard-coding, over-fitting).
+    """
+
+    name: str
+    answer: Any
+    expect: str
+    public: bool = True
+
+
+@dataclass(frozen=True)
+class RightAnswer:
+    """An answer that differs from the reference but is right: it must pass every case."""
+
+    name: str
+    answer: Any
+
+
+Harness = Callable[[Any, Case, Any], CaseOutcome]
+
+
+@dataclass(frozen=True)
+class Check:
+    """One graded exercise. ``timeout`` bounds all of its cases together, in seconds.
+
+    ``side_by_side``: the cases share nothing (each makes its own resources)
+    and none jumps the clock, so on a real clock they run at the same time
+    and their waits on the backend overlap; on a virtual clock they always
+    run one after another.
+    """
+
+    id: str
+    title: str
+    points: float
+    harness: Harness
+    public: tuple[Case, ...]
+    hidden: tuple[Case, ...] = ()
+    reference: Any = None
+    right_answers: tuple[RightAnswer, ...] = ()
+    wrong_answers: tuple[WrongAnswer, ...] = ()
+    timeout: float = DEFAULT_TIMEOUT
+    all_or_nothing: str = ""
+    function: str = ""
+    side_by_side: bool = False
+
+    @property
+    def lab(self) -> str:
+        return self.id.split(".", 1)[0]
+
+    def cases(self, *, include_hidden: bool) -> list[tuple[Case, bool]]:
+        """The cases to run as ``(case, is_hidden)``, public first."""
+        chosen = [(case, False) for case in self.public]
+        if include_hidden:
+            chosen += [(case, True) for case in self.hidden]
+        return chosen
+
+    def case_points(self) -> float:
+        """What one passing case earns (0 when the check is all or nothing)."""
+        return 0.0 if self.all_or_nothing else self.points / (len(self.public) + len(self.hidden))
+
+    def scoring(self) -> str:
+        """How the points split, in one line: ``2 points, 0.5 for each of 4 cases (2 here, 2 more at grading)``."""
+        count = len(self.public) + len(self.hidden)
+        where = f"{len(self.public)} here, {len(self.hidden)} more at grading" if self.hidden else "all of them here"
+        total = f"{format_points(self.points)} point{'' if self.points == 1 else 's'}"
+        if self.all_or_nothing:
+            return f"{total} for all {count} cases together ({where}): {self.all_or_nothing}"
+        return f"{total}, {format_points(self.case_points())} for each of {count} cases ({where})"
+
+
+_CHECKS: dict[str, Check] = {}
+
+
+def register(
+    check_id: str,
+    *,
+    title: str,
+    points: float = 1,
+    public: Sequence[Case],
+    hidden: Sequence[Case] = (),
+    reference: Any = None,
+    right_answers: Sequence[RightAnswer] = (),
+    wrong_answers: Sequence[WrongAnswer] = (),
+    timeout: float = DEFAULT_TIMEOUT,
+    all_or_nothing: str = "",
+    function: str = "",
+    side_by_side: bool = False,
+) -> Callable[[Harness], Harness]:
+    """Decorator: register the decorated harness as check ``check_id``.
+
+    ``function`` names the function the exercise asks for: an answer that is
+    not callable is then refused before any case runs. ``side_by_side``:
+    see ``Check``.
+
+    Registering the same id again replaces the check (a re-run notebook cell
+    or a reloaded module). Raises InvalidInput for a malformed id, no public
+    case, or two cases with one name.
+    """
+    _parse_id(check_id)
+    if not public:
+        raise InvalidInput("public", f"check {check_id} has no public case", hint="give it at least one")
+    names = [case.name for case in (*public, *hidden)]
+    if len(set(names)) != len(names):
+        raise InvalidInput("public", f"check {check_id} has two cases with one name", hint="name each case apart")
+
+    def decorate(harness: Harness) -> Harness:
+        _CHECKS[check_id] = Check(
+            id=check_id,
+            title=title,
+            points=points,
+            harness=harness,
+            public=tuple(public),
+            hidden=tuple(hidden),
+            reference=reference,
+            right_answers=tuple(right_answers),
+            wrong_answers=tuple(wrong_answers),
+            timeout=timeout,
+            all_or_nothing=all_or_nothing,
+            function=function,
+            side_by_side=side_by_side,
+        )
+        return harness
+
+    return decorate
+
+
+def get_check(check_id: str) -> Check:
+    """The check named ``check_id``, importing its lab's check module if needed."""
+    lab = _parse_id(check_id)
+    if check_id not in _CHECKS:
+        _import_lab(lab)
+    if check_id not in _CHECKS:
+        known = ", ".join(sorted(c for c in _CHECKS if c.startswith(f"{lab}."))) or "none"
+        raise InvalidInput("check_id", f"there is no check named {check_id!r}", hint=f"checks of lab {lab}: {known}; a notebook older than the library may name an old one: "
+                           "see docs/troubleshooting.md#stale-student-notebook")
+    return _CHECKS[check_id]
+
+
+def checks_of(lab: str) -> list[Check]:
+    """Every registered check of ``lab``, by id."""
+    _import_lab(lab)
+    return [check for check_id, check in sorted(_CHECKS.items()) if check.lab == lab]
+
+
+def shipped_labs() -> list[str]:
+    """Labs with a check module or package in ``fleetlab.course.checks``."""
+    from importlib import resources
+
+    modules = (entry.name for entry in resources.files("fleetlab.course.checks").iterdir())
+    return sorted(match.group(1) for name in modules if (match := re.fullmatch(r"lab(\d\d)(\.py)?", name)))
+
+
+def known_labs() -> list[str]:
+    """Labs with a check module or a registered check."""
+    return sorted(set(shipped_labs()) | {check.lab for check in _CHECKS.values()})
+
+
+@contextlib.contextmanager
+def isolated() -> Iterator[None]:
+    """Checks registered inside the block are forgotten after it; the shipped ones stay.
+
+    For tests and fixture labs: the shipped labs are imported first, so
+    the registry after the block is exactly the registry before it.
+    """
+    for lab in shipped_labs():
+        _import_lab(lab)
+    saved = dict(_CHECKS)
+    try:
+        yield
+    finally:
+        _CHECKS.clear()
+        _CHECKS.update(saved)
+
+
+def format_points(points: float) -> str:
+    """``2`` for 2.0, ``1.5`` for 1.5, ``0.125`` for an eighth."""
+    return f"{points:g}"
+
+
+def _parse_id(check_id: str) -> str:
+    match = CHECK_ID.match(check_id) if isinstance(check_id, str) else None
+    if match is None:
+        raise InvalidInput(
+            "check_id",
+            f"{check_id!r} is not a check id",
+            hint='use the id printed in the exercise, like "01.visibility"',
+        )
+    return match.group("lab")
+
+
+def _import_lab(lab: str) -> None:
+    try:
+        importlib.import_module(f"fleetlab.course.checks.lab{lab}")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"fleetlab.course.checks.lab{lab}":
+            raise

@@ -1,0 +1,333 @@
+"""Run one check's cases against an answer, each under the check's time budget.
+
+Each case runs in a daemon thread; the runner stops waiting at the deadline,
+so a learner's infinite loop becomes "fail: timed out". It then stops the
+case: CheckAbandoned is raised inside the case thread at its next Python
+instruction, and the backend's clock cancels any ``run_together`` actors the
+case started (a learner's CPU-bound loop inside a race included), so the
+next case or check finds no thread and no group left behind. Cases after a
+timeout are skipped. On a real clock the cases of a ``side_by_side`` check
+all start at once, so their waits on the backend overlap.
+
+A check's ``timeout`` is measured on the code, not on the backend's waits
+(``Budget``): on a real clock the time during which all of a case's threads
+wait on the clock or on the backend is not counted, up to ``WAIT_CAP`` real
+seconds per check. When those waits run out, the diagnosis says the backend
+was too slow, unless the learner's own code was the one waiting.
+
+A check's backend is opened only when a case asks for it: the running lab's
+backend when a lab runs in this kernel, else one opened for the check and
+closed when it ends (``CheckBackend``).
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+import traceback
+import zlib
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from fleetlab.backends.backend import Backend, open_backend
+from fleetlab.core import clock, timescale
+from fleetlab.core.clock import CANCEL_GRACE, WAIT_SLICE, raise_in_thread
+from fleetlab.core.waits import WaitMeter
+from fleetlab.course.grading import learner
+from fleetlab.course.grading.registry import Case, CaseOutcome, Check
+from fleetlab.course.grading.results import CaseResult, CheckResult, Status, conclude, not_yet, refused
+
+ABANDON_SLICE = 0.5
+"""Real seconds a timed-out case gets to unwind on its own before the runner cancels what it left on the clock."""
+
+WAIT_CAP = 90.0
+"""Real seconds a check's cases may spend all waiting on a real clock or the backend, beyond its ``timeout``."""
+
+SLOW_BACKEND_HELP = "docs/troubleshooting.md#a-check-times-out-waiting-on-the-backend"
+WAIT_FILES = (clock.__file__, timescale.__file__)
+"""Where a wait on the clock happens: a learner's frame calling into these is the learner's own wait."""
+
+
+class CheckAbandoned(BaseException):
+    """Raised inside a case thread that ran past its deadline, to stop it."""
+
+
+class CheckBackend:
+    """The backend checks run on, opened on first use only (pure-logic checks never open one).
+
+    The running lab's backend when a lab runs in this kernel (left open
+    afterwards); otherwise one opened here and closed by ``close()``. A
+    context manager: the block's end closes what it opened.
+    """
+
+    def __init__(self) -> None:
+        self._backend: Backend | None = None
+        self._opened_here = False
+        self._guard = threading.Lock()
+        self._meter: WaitMeter | None = None
+
+    def __enter__(self) -> CheckBackend:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @property
+    def in_use(self) -> bool:
+        return self._backend is not None
+
+    def get(self) -> Backend:
+        """The backend, opening it on first use (see the class docstring)."""
+        from fleetlab.course.lab import running_backend
+
+        with self._guard:
+            if self._backend is None or self._backend.closed:
+                running = running_backend()
+                self._backend = running or open_backend()
+                self._opened_here = running is None
+            self._backend.clock.meter = self._meter
+            return self._backend
+
+    def real_clock(self) -> bool:
+        """True when the backend's clock is real (LocalStack, AWS); opens the backend."""
+        return not self.get().clock.virtual
+
+    @property
+    def name(self) -> str:
+        """The backend's name, once opened ("the backend" before)."""
+        return self._backend.name if self._backend is not None else "the backend"
+
+    def meter(self, meter: WaitMeter | None) -> None:
+        """Count the waits of the backend's clock and clients on ``meter`` from now on (None: stop)."""
+        with self._guard:
+            self._meter = meter
+            if self._backend is not None and not self._backend.closed:
+                self._backend.clock.meter = meter
+
+    def cancel_actors(self) -> None:
+        """Cancel the actors a case left running on the backend's clock (nothing if never opened)."""
+        if self._backend is not None and not self._backend.closed:
+            self._backend.clock.cancel()
+
+    def close(self) -> None:
+        """Close the backend if it was opened here; the running lab's stays open."""
+        self.meter(None)
+        with self._guard:
+            if self._backend is not None and self._opened_here:
+                self._backend.close()
+            self._backend = None
+            self._opened_here = False
+
+
+@dataclass
+class Budget:
+    """A check's time: ``timeout`` real seconds of its own work, and up to ``cap`` more of pure waiting.
+
+    ``meter`` counts the real time during which every thread of the running
+    case waited on the clock or the backend; only a real clock marks waits,
+    so on the virtual clock the budget is exactly ``timeout``.
+    """
+
+    timeout: float
+    cap: float = WAIT_CAP
+    meter: WaitMeter = field(default_factory=WaitMeter)
+    started: float = field(default_factory=time.monotonic)
+
+    def waited(self) -> float:
+        """Real seconds spent all waiting so far."""
+        return self.meter.idle()
+
+    def own(self) -> float:
+        """Real seconds spent so far on anything but waiting."""
+        return time.monotonic() - self.started - self.waited()
+
+    def remaining(self) -> float:
+        """Real seconds of work left: 0 once the check's own time or its waits have run out."""
+        return 0.0 if self.waited() >= self.cap else max(0.0, self.timeout - self.own())
+
+    def waits_ran_out(self) -> bool:
+        return self.waited() >= self.cap
+
+
+@dataclass
+class CheckContext:
+    """What a harness gets besides the answer and the case.
+
+    ``seed`` is fixed per check and case, so faults are reproducible.
+    ``backend`` is the check's backend, opened on first access only
+    (pure-logic checks never touch it). ``budget`` is the check's time:
+    bound any wait by ``remaining()``.
+    """
+
+    check_id: str
+    seed: int
+    budget: Budget
+    _backends: CheckBackend = field(default_factory=CheckBackend, repr=False)
+
+    @property
+    def backend(self) -> Any:
+        return self._backends.get()
+
+    def rng(self) -> random.Random:
+        """A random generator seeded for this check and case."""
+        return random.Random(self.seed)
+
+    def fresh_prefix(self) -> str:
+        """A fresh resource-name prefix such as ``fl-01-3fa9c2-``."""
+        from fleetlab.composition.topology import new_prefix
+
+        return new_prefix(self.check_id.split(".", 1)[0])
+
+    def remaining(self) -> float:
+        """Real seconds of work left before the check gives up (waits on a real clock not counted)."""
+        return self.budget.remaining()
+
+
+def run_check(
+    check: Check, answer: Any, *, include_hidden: bool = False, backends: CheckBackend | None = None
+) -> CheckResult:
+    """Run ``answer`` through the public (and, for the grader, hidden) cases of ``check``.
+
+    Only a run with the hidden cases is scored; a notebook's run says what
+    its public cases showed and how many cases the grader adds. ``backends``
+    is shared by several checks (the grader's session); without it the check
+    opens its own on first use and closes it before returning.
+    """
+    if learner.is_unfinished(answer):
+        return not_yet(check, graded=include_hidden)
+    if check.function and not callable(answer):
+        advice = f"pass the function itself: check({check.id!r}, {check.function})"
+        return refused(check, advice, graded=include_hidden)
+    if backends is None:
+        with CheckBackend() as own:
+            return run_check(check, answer, include_hidden=include_hidden, backends=own)
+    budget = Budget(check.timeout, WAIT_CAP)
+    backends.meter(budget.meter)
+    runs = [(case, hidden, CheckContext(check.id, _seed(check.id, case), budget, backends))
+            for case, hidden in check.cases(include_hidden=include_hidden)]
+    try:
+        if check.side_by_side and backends.real_clock():
+            results = _run_side_by_side(check, answer, runs)
+        else:
+            results = _run_in_turn(check, answer, runs)
+    finally:
+        backends.meter(None)
+    return conclude(check, results, graded=include_hidden)
+
+
+_Run = tuple[Case, bool, "CheckContext"]
+
+
+def _run_in_turn(check: Check, answer: Any, runs: list[_Run]) -> list[CaseResult]:
+    """One case after another; once the budget has run out, the rest are skipped."""
+    results = []
+    for case, hidden, context in runs:
+        if context.budget.remaining() <= 0:
+            results.append(CaseResult(case.name, Status.SKIPPED, "not run: the check ran out of time", hidden))
+            continue
+        results.append(_run_case(check, answer, case, context, hidden))
+    return results
+
+
+def _run_side_by_side(check: Check, answer: Any, runs: list[_Run]) -> list[CaseResult]:
+    """Every case at once, each under the shared budget; the results in case order."""
+    with ThreadPoolExecutor(max_workers=len(runs), thread_name_prefix="fleetlab-cases") as pool:
+        started = [pool.submit(_run_case, check, answer, case, context, hidden) for case, hidden, context in runs]
+        return [result.result() for result in started]
+
+
+def _run_case(check: Check, answer: Any, case: Case, context: CheckContext, hidden: bool) -> CaseResult:
+    started = time.monotonic()
+    ran = _call_with_deadline(
+        check.harness, (answer, case, context), context.budget, stop_actors=context._backends.cancel_actors
+    )
+    outcome, error = ran.value, ran.error
+    seconds = time.monotonic() - started
+    if not ran.finished:
+        status, diagnosis = _timed_out(check, context, ran.stuck)
+        return CaseResult(case.name, status, diagnosis, hidden, seconds)
+    if error is not None:
+        status, diagnosis = _classify(error, check)
+        return CaseResult(case.name, status, diagnosis, hidden, seconds)
+    if not isinstance(outcome, CaseOutcome):
+        diagnosis = f"the harness returned {type(outcome).__name__}, not a CaseOutcome (a fleetlab bug)"
+        return CaseResult(case.name, Status.ERROR, diagnosis, hidden, seconds)
+    return CaseResult(case.name, Status.PASS if outcome.ok else Status.FAIL, outcome.diagnosis, hidden, seconds)
+
+
+def _timed_out(check: Check, context: CheckContext, stuck: traceback.FrameSummary | None) -> tuple[Status, str]:
+    """Why a case ran out of time: the learner's code (a fail), or on a real clock the backend's waits
+    (an error: the check could not judge, never the learner's fault)."""
+    budget, backend = context.budget, context._backends.name
+    if not budget.waits_ran_out():
+        waited = budget.waited()
+        not_counted = f" (not counting {waited:.0f} s of waiting on the clock and {backend})" if waited >= 1 else ""
+        return Status.FAIL, (f"timed out after {check.timeout:g} s{not_counted}: your code was still running; "
+                             "look for a loop that never ends or a wait without a bound")
+    if stuck is not None:
+        return Status.FAIL, (f"timed out: your code was still waiting after {budget.cap:g} s "
+                             f"(in {stuck.name}, line {stuck.lineno}); look for a wait without a bound")
+    return Status.ERROR, (f"not judged: the case spent {budget.cap:g} s waiting on the clock and {backend} without "
+                          f"finishing, the most a check may wait there; the backend was too slow here, not your code: "
+                          f"run the check again ({SLOW_BACKEND_HELP})")
+
+
+@dataclass(frozen=True)
+class _Ran:
+    """How a case's thread ended: its value or error, or not finished (and the learner's frame it was in)."""
+
+    value: Any = None
+    error: BaseException | None = None
+    finished: bool = True
+    stuck: traceback.FrameSummary | None = None
+
+
+def _call_with_deadline(fn: Any, args: tuple, budget: Budget, *, stop_actors: Any) -> _Ran:
+    """Run ``fn(*args)`` in a daemon thread until it ends or ``budget`` runs out.
+
+    The case thread takes part in the budget's wait meter. When the budget
+    runs out, the case thread is stopped (CheckAbandoned inside it) and given
+    ``ABANDON_SLICE`` to unwind; then ``stop_actors()`` cancels any actors it
+    left on the clock, and the runner waits a bounded grace more.
+    """
+    box: dict[str, Any] = {}
+    meter = budget.meter
+
+    def target() -> None:
+        meter.join()
+        try:
+            box["value"] = fn(*args)
+        except BaseException as exc:  # the learner's code may raise anything, even SystemExit
+            box["error"] = exc
+        finally:
+            meter.leave()
+
+    thread = threading.Thread(target=target, name="fleetlab-check-case", daemon=True)
+    thread.start()
+    while thread.is_alive() and (left := budget.remaining()) > 0:
+        thread.join(min(WAIT_SLICE, left))
+    if not thread.is_alive():
+        return _Ran(box.get("value"), box.get("error"))
+    harness = getattr(getattr(fn, "__code__", None), "co_filename", "")
+    stuck = learner.learner_waiting(meter.threads, WAIT_FILES, (harness,))
+    raise_in_thread(thread, CheckAbandoned)
+    thread.join(ABANDON_SLICE)
+    stop_actors()  # whatever the case left on the clock, even if the stop landed while its race was ending
+    thread.join(CANCEL_GRACE)
+    return _Ran(finished=False, stuck=stuck)
+
+
+def _classify(error: BaseException, check: Check) -> tuple[Status, str]:
+    harness_file = (check.harness.__code__.co_filename,)
+    if learner.raised_by_learner_stub(error, harness_file):
+        return Status.NOT_YET, ""
+    frames = learner.learner_frames(error, harness_file)
+    if frames:
+        return Status.FAIL, learner.describe_learner_error(error, frames)
+    return Status.ERROR, f"the check itself failed ({type(error).__name__}: {error}); a fleetlab bug, please report it"
+
+
+def _seed(check_id: str, case: Case) -> int:
+    return zlib.crc32(f"{check_id}/{case.name}".encode())

@@ -1,0 +1,105 @@
+"""This kernel's grading session: ``check()`` for the learner, ``grade_session()`` for the grader.
+
+``check(id, answer)`` runs the public cases, records and shows the result,
+and remembers the answer. The grader appends one cell calling
+``grade_session(nonce)``: it re-runs every remembered answer with public and
+hidden cases and emits one ``display_data`` of type ``GRADES_MIME`` carrying
+the grader's nonce, with scores only (no case names, inputs or diagnoses).
+
+``FLEETLAB_EXPECT_CHECKS=pass`` (or ``not-yet``) makes ``check()`` raise when a
+result differs: CI runs the instructor notebooks with ``pass`` (in a notebook
+that means every public case passes) and the student notebooks with ``not-yet``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import warnings
+from typing import Any
+
+from fleetlab.core.errors import FleetlabError
+from fleetlab.course.grading import progress, registry
+from fleetlab.course.grading.display import show
+from fleetlab.course.grading.results import CheckResult, Status
+from fleetlab.course.grading.runner import CheckBackend, run_check
+
+GRADES_MIME = "application/vnd.fleetlab.grades+v1+json"
+EXPECT_ENV = "FLEETLAB_EXPECT_CHECKS"
+
+_answers: dict[str, Any] = {}
+
+
+class UnexpectedCheckStatus(FleetlabError):
+    """A check's status differs from ``$FLEETLAB_EXPECT_CHECKS`` (a CI run of the notebooks)."""
+
+
+def check(check_id: str, answer: Any) -> CheckResult:
+    """Run the public cases of ``check_id`` on ``answer``; record, display and return the result."""
+    exercise = registry.get_check(check_id)
+    _answers[check_id] = answer
+    result = run_check(exercise, answer)
+    _save_progress(result)
+    show(result)
+    _enforce_expectation(result)
+    return result
+
+
+def grade_session(nonce: str) -> dict[str, Any]:
+    """Grade every answer this kernel checked, hidden cases included; emit and return the grades.
+
+    Output the learner's code prints while the hidden cases run is discarded,
+    so no hidden input can reach the notebook. The checks run on the running
+    lab's backend, or on one opened here (on first need) and closed afterwards:
+    the grading cell usually comes after ``lab.close()``.
+    """
+    grades: dict[str, Any] = {}
+    quiet = contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO())
+    with quiet[0], quiet[1], CheckBackend() as backends:
+        for check_id, answer in list(_answers.items()):
+            result = run_check(registry.get_check(check_id), answer, include_hidden=True, backends=backends)
+            grades[check_id] = {"status": str(result.status), "points": result.points, "max_points": result.max_points}
+    labs = sorted({check_id.split(".", 1)[0] for check_id in _answers})
+    expected = {check.id: check.points for lab in labs for check in registry.checks_of(lab)}
+    payload = {"nonce": nonce, "checks": grades, "expected": expected}
+    _emit(payload)
+    return payload
+
+
+def forget() -> None:
+    """Forget every remembered answer (a fresh session)."""
+    _answers.clear()
+
+
+def _save_progress(result: CheckResult) -> None:
+    try:
+        progress.record(result)
+    except OSError as exc:  # a read-only home must not break the check itself
+        warnings.warn(
+            f"fleetlab could not save progress to {progress.progress_file()} ({exc}); "
+            "set FLEETLAB_HOME to a writable folder",
+            stacklevel=3,
+        )
+
+
+def _emit(payload: dict[str, Any]) -> None:
+    from IPython.display import display
+
+    summary = f"fleetlab: graded {len(payload['checks'])} checks"
+    display({GRADES_MIME: payload, "text/plain": summary}, raw=True)
+
+
+def _enforce_expectation(result: CheckResult) -> None:
+    wanted = os.environ.get(EXPECT_ENV, "").strip().lower().replace("-", " ")
+    if not wanted:
+        return
+    if wanted not in (Status.PASS, Status.NOT_YET):
+        raise UnexpectedCheckStatus(
+            f"{EXPECT_ENV}={os.environ[EXPECT_ENV]!r} is not an expectation; use pass or not-yet, or unset it"
+        )
+    met = result.passed if wanted == Status.PASS else result.status == Status.NOT_YET
+    if not met:
+        raise UnexpectedCheckStatus(
+            f"check {result.id} says {str(result.status)!r} where {EXPECT_ENV} expects {wanted!r}: {result.diagnosis}"
+        )

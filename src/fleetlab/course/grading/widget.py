@@ -1,0 +1,52 @@
+"""A small ipywidgets view of progress: pick a lab, see which of its checks pass.
+
+It refreshes itself after every ``check()`` in the same kernel.
+"""
+
+from __future__ import annotations
+
+import html
+
+import ipywidgets as widgets
+
+from fleetlab.course.grading import progress
+from fleetlab.course.grading.display import SYMBOL
+
+
+class ProgressWidget(widgets.VBox):
+    """A lab picker above a table of that lab's checks and their latest results."""
+
+    def __init__(self, lab: str | None = None) -> None:
+        labs = progress.labs()
+        self.lab_picker = widgets.Dropdown(
+            options=labs, value=lab if lab in labs else (labs[0] if labs else None), description="lab"
+        )
+        self.table = widgets.HTML()
+        super().__init__([self.lab_picker, self.table])
+        self.lab_picker.observe(lambda change: self.refresh(), names="value")
+        self.refresh()
+        progress.watch(self)
+
+    def refresh(self) -> None:
+        """Re-read the recorded results of the chosen lab."""
+        lab = self.lab_picker.value
+        self.table.value = progress_html(progress.rows(lab)) if lab else "<i>no labs have checks yet</i>"
+
+
+def progress_widget(lab: str | None = None) -> ProgressWidget:
+    """The progress widget, opened on ``lab`` (default: the first lab)."""
+    return ProgressWidget(lab)
+
+
+def progress_html(rows: list[progress.Row]) -> str:
+    """An HTML table: one line per check, its status mark, title and points ("–" until graded)."""
+    lines = []
+    for row in rows:
+        mark = SYMBOL.get(row.status, "-")
+        status = html.escape(row.label)
+        lines.append(
+            f"<tr><td>{mark}</td><td><code>{html.escape(row.id)}</code></td>"
+            f"<td>{html.escape(row.title)}</td><td>{status}</td><td>{row.score}</td></tr>"
+        )
+    head = "<tr><th></th><th>check</th><th>exercise</th><th>status</th><th>points</th></tr>"
+    return f'<table class="fleetlab-progress">{head}{"".join(lines)}</table>'

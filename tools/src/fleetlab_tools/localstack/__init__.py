@@ -1,0 +1,1 @@
+"""A real LocalStack without Docker (`host`) and the course run on it (`suite`)."""
