@@ -22,21 +22,26 @@ collect_ignore = ["fixtures"]
 
 
 def load_fixture_checks() -> ModuleType:
-    """Run ``fixtures/fixture_checks.py`` afresh: lab 99 is registered in the current registry.
+    """Run ``fixtures/fixture_checks.py`` afresh, then its instructor's side ``fixture_sides.py``.
 
-    ``sys.modules`` holds the module only while it runs (dataclasses look it up there).
+    Lab 99 is registered in the current registry, its sides with the
+    instructor's package. ``fixture_checks`` stays in ``sys.modules`` (its
+    cases are handed over by module name, as a kernel imports them);
+    ``fixture_sides`` only while it runs.
     """
-    spec = importlib.util.spec_from_file_location("fixture_checks", FIXTURES / "fixture_checks.py")
-    module = importlib.util.module_from_spec(spec)
-    saved = sys.modules.get("fixture_checks")
-    sys.modules["fixture_checks"] = module
+    checks = _run_fixture("fixture_checks")
     try:
-        spec.loader.exec_module(module)
+        _run_fixture("fixture_sides")
     finally:
-        if saved is None:
-            del sys.modules["fixture_checks"]
-        else:
-            sys.modules["fixture_checks"] = saved
+        sys.modules.pop("fixture_sides", None)
+    return checks
+
+
+def _run_fixture(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, FIXTURES / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
     return module
 
 

@@ -1,7 +1,8 @@
 """Every check is provably right, on moto and on moto-server.
 
-Each check registers a reference answer, right-but-different answers and
-known wrong answers. The reference and each right answer pass every public
+Each check's instructor's side (``fleetlab_instructor.checks``) holds its
+hidden cases, a reference answer, right-but-different answers and known
+wrong answers. The reference and each right answer pass every public
 and hidden case. Each wrong answer is rejected: by the public cases (with
 the diagnosis a learner sees in the notebook) when it is marked public, else
 only by the hidden cases. The fixture lab's checks are held to the same rules.
@@ -12,6 +13,7 @@ import pytest
 from fleetlab.course import lab
 from fleetlab.course.grading import registry, run_check
 from fleetlab.course.grading.results import Status
+from fleetlab_instructor.checks import full_check, side_of
 
 from .conftest import load_fixture_checks
 
@@ -21,13 +23,15 @@ BACKENDS = ["moto", "moto-server"]
 def _fixture_lab_checks():
     with registry.isolated():
         load_fixture_checks()
-        return registry.checks_of("99")
+        return [(full_check(check.id), side_of(check.id)) for check in registry.checks_of("99")]
 
 
-SHIPPED = [check for lab_id in registry.shipped_labs() for check in registry.checks_of(lab_id)]
-CHECKS = SHIPPED + _fixture_lab_checks()
-RIGHT = [(check, right) for check in CHECKS for right in check.right_answers]
-WRONG = [(check, wrong) for check in CHECKS for wrong in check.wrong_answers]
+SHIPPED = [(full_check(check.id), side_of(check.id))
+           for lab_id in registry.shipped_labs() for check in registry.checks_of(lab_id)]
+SIDES = SHIPPED + _fixture_lab_checks()
+CHECKS = [check for check, _ in SIDES]
+RIGHT = [(check, right) for check, side in SIDES for right in side.right_answers]
+WRONG = [(check, wrong) for check, side in SIDES for wrong in side.wrong_answers]
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
@@ -40,18 +44,18 @@ def backend(request):
         lab.shutdown()
 
 
-@pytest.mark.parametrize("check", CHECKS, ids=lambda check: check.id)
-def test_every_check_has_a_reference_both_catalogues_and_hidden_cases(check):
-    assert check.reference is not None, f"{check.id} registers no reference answer"
-    assert check.right_answers, f"{check.id} lists no right-but-different answers"
-    assert check.wrong_answers, f"{check.id} lists no known wrong answers"
-    assert any(wrong.public for wrong in check.wrong_answers), f"{check.id}: no public case catches a known mistake"
+@pytest.mark.parametrize(("check", "side"), SIDES, ids=[check.id for check, _ in SIDES])
+def test_every_check_has_a_reference_both_catalogues_and_hidden_cases(check, side):
+    assert side.reference is not None, f"{check.id} has no reference answer"
+    assert side.right_answers, f"{check.id} lists no right-but-different answers"
+    assert side.wrong_answers, f"{check.id} lists no known wrong answers"
+    assert any(wrong.public for wrong in side.wrong_answers), f"{check.id}: no public case catches a known mistake"
     assert check.hidden, f"{check.id} has no hidden cases"
 
 
-@pytest.mark.parametrize("check", CHECKS, ids=lambda check: check.id)
-def test_the_reference_passes_every_case(check, backend):
-    graded = run_check(check, check.reference, include_hidden=True)
+@pytest.mark.parametrize(("check", "side"), SIDES, ids=[check.id for check, _ in SIDES])
+def test_the_reference_passes_every_case(check, side, backend):
+    graded = run_check(check, side.reference, include_hidden=True)
     assert (graded.status, graded.points) == (Status.PASS, check.points), graded.diagnosis
 
 

@@ -1,6 +1,6 @@
 import pytest
 
-from fleetlab.core.errors import InvalidInput
+from fleetlab.core.errors import HiddenCasesMissing, InvalidInput
 from fleetlab.course.grading import Case, CaseOutcome, get_check, register, registry
 
 
@@ -8,8 +8,17 @@ def test_a_check_of_a_shipped_lab_is_found_by_importing_its_module():
     check = get_check("00.planes")
     assert check.lab == "00"
     assert check.points == 1
-    assert check.public and check.hidden and check.wrong_answers
+    assert check.public and check.hidden_cases == 4
+    assert check.hidden == (), "the learner's library carries no hidden case"
     assert "00" in registry.known_labs()
+
+
+def test_hidden_cases_are_added_by_the_grader_and_asked_for_in_vain_without_them():
+    check = get_check("00.planes")
+    with pytest.raises(HiddenCasesMissing, match="instructor's package"):
+        check.cases(include_hidden=True)
+    with pytest.raises(InvalidInput, match="declares 4 hidden cases, not 1"):
+        check.with_hidden([Case("one")])
 
 
 @pytest.mark.parametrize("bad", ["planes", "0.planes", "00.Planes", "00.", 7])
@@ -40,8 +49,8 @@ def test_registering_an_id_again_replaces_the_check_and_keeps_the_harness_callab
         return CaseOutcome(False, "replaced")
 
     assert register("96.twice", title="one", public=[Case("a")])(first) is first
-    register("96.twice", title="two", public=[Case("a")], hidden=[Case("b")])(second)
-    check = get_check("96.twice")
+    register("96.twice", title="two", public=[Case("a")], hidden_cases=1)(second)
+    check = get_check("96.twice").with_hidden([Case("b")])
     assert check.title == "two"
     assert [(case.name, hidden) for case, hidden in check.cases(include_hidden=True)] == [("a", False), ("b", True)]
     assert [case.name for case, _ in check.cases(include_hidden=False)] == ["a"]
@@ -50,7 +59,17 @@ def test_registering_an_id_again_replaces_the_check_and_keeps_the_harness_callab
 
 def test_two_cases_with_one_name_are_refused():
     with pytest.raises(InvalidInput, match="two cases with one name"):
-        register("96.same", title="same", public=[Case("a")], hidden=[Case("a")])
+        register("96.same", title="same", public=[Case("a"), Case("a")])
+    register("96.apart", title="apart", public=[Case("a")], hidden_cases=1)(lambda answer, case, ctx: None)
+    with pytest.raises(InvalidInput, match="two cases with one name"):
+        get_check("96.apart").with_hidden([Case("a")])
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, True, "2"])
+def test_a_count_of_hidden_cases_that_is_no_count_is_refused(bad):
+    with pytest.raises(InvalidInput) as raised:
+        register("96.count", title="count", public=[Case("a")], hidden_cases=bad)
+    assert raised.value.field == "hidden_cases"
 
 
 def test_isolated_forgets_what_was_registered_inside_and_keeps_the_shipped_checks():

@@ -58,6 +58,18 @@ class AslError(InvalidInput):
     """A state-machine definition is malformed; it was not created."""
 
 
+class HiddenCasesMissing(ConfigError):
+    """A check's hidden cases were asked for where they are not: they belong to the instructor's side."""
+
+    def __init__(self, check_id: str) -> None:
+        self.check_id = check_id
+        super().__init__(
+            f"the hidden cases of {check_id} are the grader's: they come with the instructor's package "
+            "(fleetlab_instructor.checks), which a learner's install does not hold; in a notebook, check() runs "
+            "the public cases"
+        )
+
+
 class Timeout(FleetlabError):
     """A wait gave up before what it waited for happened.
 

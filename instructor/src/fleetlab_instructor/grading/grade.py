@@ -27,10 +27,13 @@ import nbformat
 from fleetlab_tools.kernel import CellStatus, KernelStartFailed, NotebookKernel
 from nbformat import NotebookNode
 
+from fleetlab.course.grading import handover
+from fleetlab_instructor.checks import full_checks
+
 from fleetlab.core.errors import InvalidInput
 from fleetlab.course.grading.results import Status
 from fleetlab.course.grading.session import GRADES_MIME
-from fleetlab_instructor.grading.sandbox import kernel_env
+from fleetlab_instructor.grading.sandbox import kernel_env, write_kernel_startup
 
 CHECK_CALL = re.compile(r"""\bcheck\(\s*["'](\d\d\.[a-z0-9][a-z0-9_-]*)["']""")
 SCORED = (Status.PASS, Status.FAIL)  # a fail keeps the points of the cases it passed
@@ -125,7 +128,7 @@ def add_hidden_cases(job: Job) -> None:
     """Append and run the grading cell: every checked answer again, with hidden cases."""
     if job.kernel is None or not job.kernel.alive:
         return
-    job.nb.cells.append(nbformat.v4.new_code_cell(grading_source(job.nonce)))
+    job.nb.cells.append(nbformat.v4.new_code_cell(grading_source(job.nonce, hidden_cases(job.max_points))))
     index = len(job.nb.cells) - 1
     run = job.kernel.run_cell(index, job.limits.grading)
     if run.status == CellStatus.OK:
@@ -204,6 +207,7 @@ def grade_notebooks(
     with tempfile.TemporaryDirectory(prefix="fleetlab-grade-") as root:
         shared_cache = Path(root, "shared")
         shared_cache.mkdir()
+        write_kernel_startup(shared_cache)
 
         def grade_one(index: int) -> GradeRow:
             home = Path(root, f"notebook-{index}")
@@ -239,9 +243,16 @@ def find_notebooks(paths: Iterable[Path]) -> list[Path]:
     return found
 
 
-def grading_source(nonce: str) -> str:
-    """The grading cell's code."""
-    return f'import fleetlab.course.grading.session\nfleetlab.course.grading.session.grade_session("{nonce}");'
+def hidden_cases(check_ids: Iterable[str]) -> str:
+    """The hidden cases of every check of the labs ``check_ids`` name, handed over as text (``handover``)."""
+    labs = sorted({check_id.split(".", 1)[0] for check_id in check_ids})
+    return handover.encode({check.id: check.hidden for lab in labs for check in full_checks(lab)})
+
+
+def grading_source(nonce: str, hidden: str) -> str:
+    """The grading cell's code: grade every checked answer with the hidden cases ``hidden`` hands over."""
+    return ("import fleetlab.course.grading.session\n"
+            f'fleetlab.course.grading.session.grade_session("{nonce}", "{hidden}");')
 
 
 def _read_grades(job: Job, payload: Mapping[str, Any]) -> None:

@@ -1,10 +1,12 @@
-"""The environment a submission's kernel runs in: no credentials, a throwaway home.
+"""The environment a submission's kernel runs in: no credentials, a throwaway home, no instructor's side.
 
 The kernel gets an allowlist of the grader's variables (enough to find
 Python and fleetlab), never an ``AWS_*`` one, never the opt-in to real AWS.
 The SDK's credential sources are pointed away: the shared files at a path
 that does not exist, instance metadata disabled, ``HOME`` a fresh directory.
-``FLEETLAB_BACKEND`` is ``moto``. Learner code still runs as the grader's
+``FLEETLAB_BACKEND`` is ``moto``. Before the learner's first cell, IPython's
+startup file (``write_kernel_startup``) makes the instructor's package
+unimportable, so no answer can be taken from it. Learner code still runs as the grader's
 user: for hostile submissions, run the grader in a container or VM.
 """
 
@@ -39,5 +41,17 @@ def kernel_env(grader_env: Mapping[str, str], home: Path, shared: Path) -> dict[
         AWS_SHARED_CREDENTIALS_FILE=str(home / NOWHERE / "credentials"),
         AWS_CONFIG_FILE=str(home / NOWHERE / "config"),
         AWS_EC2_METADATA_DISABLED="true",
+        IPYTHONDIR=str(shared / "ipython"),
     )
     return env
+
+
+def write_kernel_startup(shared: Path) -> None:
+    """IPython's startup file for every kernel of the batch: the instructor's package becomes unimportable."""
+    startup = shared / "ipython" / "profile_default" / "startup"
+    startup.mkdir(parents=True, exist_ok=True)
+    (startup / "00-fleetlab-graded.py").write_text(
+        "from fleetlab.course.grading.learner import refuse_instructor_imports\n"
+        "refuse_instructor_imports()\n"
+        "del refuse_instructor_imports\n"
+    )

@@ -47,7 +47,8 @@ from fleetlab.course.experiments.replay import (
     Target,
     configuration_facts,
 )
-from fleetlab.course.grading.registry import Case, CaseOutcome, RightAnswer, WrongAnswer, register
+from fleetlab.course.grading.registry import Case, CaseOutcome, register
+from fleetlab_instructor.checks import RightAnswer, WrongAnswer  # MIGRATION: the catalogues move to the instructor's side
 from fleetlab.course.grading.values import duration, seconds
 from fleetlab.services.events import replay as replays
 from fleetlab.services.events.envelope import COMPLETED, REQUESTED, SOURCE

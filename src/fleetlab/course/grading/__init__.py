@@ -5,8 +5,9 @@ In a lab notebook::
     from fleetlab.course.grading import check
     check("01.visibility", visibility_timeout)
 
-Writing a check: see ``registry`` (``register``, ``Case``, ``CaseOutcome``,
-``RightAnswer``, ``WrongAnswer``) and ``docs/writing-checks.md``.
+Writing a check: see ``registry`` (``register``, ``Case``, ``CaseOutcome``),
+``fleetlab_instructor.checks`` for its hidden cases, reference and catalogues,
+and ``docs/writing-checks.md``.
 ``progress_widget()`` shows which checks pass. Importing this
 package stays light: ipywidgets loads with the widget, and the notebook
 toolchain (``assign``, ``grade``, ``executor``) only when the commands run.
@@ -14,7 +15,7 @@ toolchain (``assign``, ``grade``, ``executor``) only when the commands run.
 
 from typing import Any
 
-from fleetlab.course.grading.registry import Case, CaseOutcome, Check, RightAnswer, WrongAnswer, get_check, register
+from fleetlab.course.grading.registry import Case, CaseOutcome, Check, get_check, register
 from fleetlab.course.grading.results import CaseResult, CheckResult, Status
 from fleetlab.course.grading.runner import CheckContext, run_check
 from fleetlab.course.grading.session import GRADES_MIME, check, grade_session
@@ -27,9 +28,7 @@ __all__ = [
     "Check",
     "CheckContext",
     "CheckResult",
-    "RightAnswer",
     "Status",
-    "WrongAnswer",
     "check",
     "get_check",
     "grade_session",

@@ -8,6 +8,8 @@ learner's own code. Unfinished work earns a "not yet", never a traceback.
 from __future__ import annotations
 
 import ast
+import contextlib
+import importlib.abc
 import inspect
 import sys
 import sysconfig
@@ -115,3 +117,72 @@ def _is_library(filename: str, library: tuple[str, ...]) -> bool:
     if filename.startswith("<"):
         return not filename.startswith("<ipython-input")
     return filename.startswith(library)
+
+
+INSTRUCTOR_PACKAGE = "fleetlab_instructor"
+"""The instructor's side of the course: no answer may come from it."""
+
+
+def borrowed_from_instructor(answer: Any, depth: int = 3) -> str | None:
+    """The name of what ``answer`` takes from the instructor's package, or None when it is the learner's own.
+
+    Looks at the answer itself (a function, class or module), the items of a
+    dict, list or tuple answer, and the globals and closure a function
+    answer reaches by name, ``depth`` levels down.
+    """
+    module = answer.__name__ if inspect.ismodule(answer) else getattr(answer, "__module__", None)
+    if isinstance(module, str) and _in_instructor(module):
+        return f"{module}.{getattr(answer, '__qualname__', '')}".rstrip(".")
+    if not depth:
+        return None
+    if isinstance(answer, dict):
+        return _first_borrowed(answer.values(), depth - 1)
+    if isinstance(answer, (list, tuple)):
+        return _first_borrowed(answer, depth - 1)
+    if inspect.isfunction(answer):
+        return _first_borrowed(_reached_by(answer), depth - 1)
+    return None
+
+
+def refuse_instructor_imports() -> None:
+    """From now on, importing the instructor's package in this process raises ModuleNotFoundError saying why.
+
+    The grader calls it in every kernel it grades, before the learner's first cell.
+    """
+    if not any(isinstance(finder, _InstructorRefused) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _InstructorRefused())
+    for name in [name for name in sys.modules if _in_instructor(name)]:
+        del sys.modules[name]
+
+
+class _InstructorRefused(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> None:
+        if _in_instructor(fullname):
+            raise ModuleNotFoundError(
+                f"{fullname} is the instructor's side of fleetlab (hidden cases, reference answers): a graded "
+                "notebook cannot import it, and an answer taken from it scores nothing; write your own",
+                name=fullname,
+            )
+
+
+def _in_instructor(module: str) -> bool:
+    return module == INSTRUCTOR_PACKAGE or module.startswith(INSTRUCTOR_PACKAGE + ".")
+
+
+def _first_borrowed(values: Iterable[Any], depth: int) -> str | None:
+    return next((found for value in values if (found := borrowed_from_instructor(value, depth))), None)
+
+
+def _reached_by(function: Any) -> list[Any]:
+    """What ``function`` (and the functions nested in it) names from its globals, and its closure's values."""
+    names: set[str] = set()
+    codes = [function.__code__]
+    while codes:
+        code = codes.pop()
+        names.update(code.co_names)
+        codes += [const for const in code.co_consts if inspect.iscode(const)]
+    reached = [function.__globals__[name] for name in sorted(names) if name in function.__globals__]
+    for cell in function.__closure__ or ():
+        with contextlib.suppress(ValueError):  # an empty cell
+            reached.append(cell.cell_contents)
+    return reached

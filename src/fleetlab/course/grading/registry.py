@@ -1,15 +1,18 @@
-"""What a check is, and where checks are found.
+"""What a check is, and where checks are found: the public side of every check.
 
-A check belongs to one exercise. It has public cases (run in the notebook),
-hidden cases (run only by the grader, against hard-coding and over-fitting),
-a reference answer, a catalogue of right-but-different answers (each must
-pass every case) and one of known wrong answers (each must be rejected; the
-tests prove all three), and a harness that runs an answer against one case::
+A check belongs to one exercise. Its public side, here in the learner's
+library, is a harness that runs an answer against one case, and the public
+cases the notebook runs::
 
     @register("00.planes", title="Name the three planes", points=1,
-              public=[...], hidden=[...], reference=REFERENCE,
-              right_answers=[...], wrong_answers=[...])
+              public=[...], hidden_cases=4)
     def planes(answer, case, ctx) -> CaseOutcome: ...
+
+Its instructor's side lives in ``fleetlab_instructor.checks`` and never in
+this package: the hidden cases (run only by the grader, against hard-coding
+and over-fitting; here only their number is known, for the scoring line),
+the reference answer, and the catalogues of right-but-different and of known
+wrong answers. ``Check.with_hidden(cases)`` is how the grader adds them.
 
 Points split evenly over the cases (public and hidden), unless the check
 says why its cases cannot be scored apart (``all_or_nothing="why"``).
@@ -25,10 +28,10 @@ import contextlib
 import importlib
 import re
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from fleetlab.core.errors import InvalidInput
+from fleetlab.core.errors import HiddenCasesMissing, InvalidInput
 
 CHECK_ID = re.compile(r"^(?P<lab>\d\d)\.(?P<name>[a-z0-9][a-z0-9_-]*)$")
 DEFAULT_TIMEOUT = 4.0
@@ -49,29 +52,6 @@ class CaseOutcome:
     diagnosis: str = ""
 
 
-@dataclass(frozen=True)
-class WrongAnswer:
-    """A known wrong answer the check must reject.
-
-    ``expect`` is a fragment of the diagnosis the learner sees. ``public`` is
-    True when the public cases reject it (the lesson's central mistakes must
-    be), False when only hidden cases do (hard-coding, over-fitting).
-    """
-
-    name: str
-    answer: Any
-    expect: str
-    public: bool = True
-
-
-@dataclass(frozen=True)
-class RightAnswer:
-    """An answer that differs from the reference but is right: it must pass every case."""
-
-    name: str
-    answer: Any
-
-
 Harness = Callable[[Any, Case, Any], CaseOutcome]
 
 
@@ -90,10 +70,8 @@ class Check:
     points: float
     harness: Harness
     public: tuple[Case, ...]
+    hidden_cases: int = 0
     hidden: tuple[Case, ...] = ()
-    reference: Any = None
-    right_answers: tuple[RightAnswer, ...] = ()
-    wrong_answers: tuple[WrongAnswer, ...] = ()
     timeout: float = DEFAULT_TIMEOUT
     all_or_nothing: str = ""
     function: str = ""
@@ -103,21 +81,40 @@ class Check:
     def lab(self) -> str:
         return self.id.split(".", 1)[0]
 
+    def with_hidden(self, cases: Sequence[Case]) -> Check:
+        """This check with its hidden cases added (the grader's side).
+
+        Raises InvalidInput when their number is not the ``hidden_cases`` the
+        check declares, or a name repeats a case's.
+        """
+        cases = tuple(cases)
+        if len(cases) != self.hidden_cases:
+            raise InvalidInput("hidden", f"check {self.id} declares {self.hidden_cases} hidden cases, not {len(cases)}",
+                               hint="make register(hidden_cases=...) and the instructor's side agree")
+        _require_distinct_names(self.id, (*self.public, *cases))
+        return replace(self, hidden=cases)
+
     def cases(self, *, include_hidden: bool) -> list[tuple[Case, bool]]:
-        """The cases to run as ``(case, is_hidden)``, public first."""
+        """The cases to run as ``(case, is_hidden)``, public first.
+
+        Raises HiddenCasesMissing when the hidden cases are asked for and the
+        check does not carry them (they come with the instructor's side).
+        """
         chosen = [(case, False) for case in self.public]
         if include_hidden:
+            if len(self.hidden) != self.hidden_cases:
+                raise HiddenCasesMissing(self.id)
             chosen += [(case, True) for case in self.hidden]
         return chosen
 
     def case_points(self) -> float:
         """What one passing case earns (0 when the check is all or nothing)."""
-        return 0.0 if self.all_or_nothing else self.points / (len(self.public) + len(self.hidden))
+        return 0.0 if self.all_or_nothing else self.points / (len(self.public) + self.hidden_cases)
 
     def scoring(self) -> str:
         """How the points split, in one line: ``2 points, 0.5 for each of 4 cases (2 here, 2 more at grading)``."""
-        count = len(self.public) + len(self.hidden)
-        where = f"{len(self.public)} here, {len(self.hidden)} more at grading" if self.hidden else "all of them here"
+        count = len(self.public) + self.hidden_cases
+        where = f"{len(self.public)} here, {self.hidden_cases} more at grading" if self.hidden_cases else "all of them here"
         total = f"{format_points(self.points)} point{'' if self.points == 1 else 's'}"
         if self.all_or_nothing:
             return f"{total} for all {count} cases together ({where}): {self.all_or_nothing}"
@@ -125,6 +122,7 @@ class Check:
 
 
 _CHECKS: dict[str, Check] = {}
+LEGACY: dict[str, dict[str, Any]] = {}  # MIGRATION
 
 
 def register(
@@ -133,14 +131,12 @@ def register(
     title: str,
     points: float = 1,
     public: Sequence[Case],
-    hidden: Sequence[Case] = (),
-    reference: Any = None,
-    right_answers: Sequence[RightAnswer] = (),
-    wrong_answers: Sequence[WrongAnswer] = (),
+    hidden_cases: int = 0,
     timeout: float = DEFAULT_TIMEOUT,
     all_or_nothing: str = "",
     function: str = "",
     side_by_side: bool = False,
+    **legacy: Any,  # MIGRATION: hidden=, reference=, right_answers=, wrong_answers= until every lab is split
 ) -> Callable[[Harness], Harness]:
     """Decorator: register the decorated harness as check ``check_id``.
 
@@ -148,16 +144,21 @@ def register(
     not callable is then refused before any case runs. ``side_by_side``:
     see ``Check``.
 
+    ``hidden_cases`` counts the cases the grader adds (``Check.with_hidden``).
+
     Registering the same id again replaces the check (a re-run notebook cell
     or a reloaded module). Raises InvalidInput for a malformed id, no public
-    case, or two cases with one name.
+    case, a negative number of hidden cases, or two cases with one name.
     """
     _parse_id(check_id)
+    if legacy:  # MIGRATION
+        LEGACY[check_id] = legacy
+        hidden_cases = len(legacy.get("hidden", ()))
     if not public:
         raise InvalidInput("public", f"check {check_id} has no public case", hint="give it at least one")
-    names = [case.name for case in (*public, *hidden)]
-    if len(set(names)) != len(names):
-        raise InvalidInput("public", f"check {check_id} has two cases with one name", hint="name each case apart")
+    if isinstance(hidden_cases, bool) or not isinstance(hidden_cases, int) or hidden_cases < 0:
+        raise InvalidInput("hidden_cases", f"is {hidden_cases!r} for check {check_id}", hint="count them: 0 or more")
+    _require_distinct_names(check_id, public)
 
     def decorate(harness: Harness) -> Harness:
         _CHECKS[check_id] = Check(
@@ -166,10 +167,7 @@ def register(
             points=points,
             harness=harness,
             public=tuple(public),
-            hidden=tuple(hidden),
-            reference=reference,
-            right_answers=tuple(right_answers),
-            wrong_answers=tuple(wrong_answers),
+            hidden_cases=hidden_cases,
             timeout=timeout,
             all_or_nothing=all_or_nothing,
             function=function,
@@ -231,6 +229,12 @@ def isolated() -> Iterator[None]:
 def format_points(points: float) -> str:
     """``2`` for 2.0, ``1.5`` for 1.5, ``0.125`` for an eighth."""
     return f"{points:g}"
+
+
+def _require_distinct_names(check_id: str, cases: Sequence[Case]) -> None:
+    names = [case.name for case in cases]
+    if len(set(names)) != len(names):
+        raise InvalidInput("public", f"check {check_id} has two cases with one name", hint="name each case apart")
 
 
 def _parse_id(check_id: str) -> str:

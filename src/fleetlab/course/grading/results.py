@@ -69,7 +69,7 @@ class CheckResult:
 
 def conclude(check: Check, cases: list[CaseResult], *, graded: bool) -> CheckResult:
     """Fold case results into the check's status, diagnosis and (when ``graded``) points."""
-    grader_adds = 0 if graded else len(check.hidden)
+    grader_adds = 0 if graded else check.hidden_cases
     status, diagnosis = _verdict(cases, grader_adds)
     points = _points(check, cases, status) if not grader_adds else None
     return CheckResult(
@@ -88,7 +88,7 @@ def refused(check: Check, diagnosis: str, *, graded: bool) -> CheckResult:
 
 
 def _without_cases(check: Check, status: Status, diagnosis: str, *, graded: bool) -> CheckResult:
-    grader_adds = 0 if graded else len(check.hidden)
+    grader_adds = 0 if graded else check.hidden_cases
     points = 0.0 if not grader_adds else None
     return CheckResult(check.id, check.title, status, points, check.points, diagnosis, [], grader_adds, check.scoring())
 

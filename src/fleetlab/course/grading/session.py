@@ -2,7 +2,8 @@
 
 ``check(id, answer)`` runs the public cases, records and shows the result,
 and remembers the answer. The grader appends one cell calling
-``grade_session(nonce)``: it re-runs every remembered answer with public and
+``grade_session(nonce, hidden)``, where ``hidden`` hands over the hidden
+cases (``handover``): it re-runs every remembered answer with public and
 hidden cases and emits one ``display_data`` of type ``GRADES_MIME`` carrying
 the grader's nonce, with scores only (no case names, inputs or diagnoses).
 
@@ -20,9 +21,9 @@ import warnings
 from typing import Any
 
 from fleetlab.core.errors import FleetlabError
-from fleetlab.course.grading import progress, registry
+from fleetlab.course.grading import handover, learner, progress, registry
 from fleetlab.course.grading.display import show
-from fleetlab.course.grading.results import CheckResult, Status
+from fleetlab.course.grading.results import CheckResult, Status, refused
 from fleetlab.course.grading.runner import CheckBackend, run_check
 
 GRADES_MIME = "application/vnd.fleetlab.grades+v1+json"
@@ -39,15 +40,19 @@ def check(check_id: str, answer: Any) -> CheckResult:
     """Run the public cases of ``check_id`` on ``answer``; record, display and return the result."""
     exercise = registry.get_check(check_id)
     _answers[check_id] = answer
-    result = run_check(exercise, answer)
+    result = _judge(exercise, answer)
     _save_progress(result)
     show(result)
     _enforce_expectation(result)
     return result
 
 
-def grade_session(nonce: str) -> dict[str, Any]:
+def grade_session(nonce: str, hidden: str) -> dict[str, Any]:
     """Grade every answer this kernel checked, hidden cases included; emit and return the grades.
+
+    ``hidden`` is the grader's handover of each check's hidden cases
+    (``handover.encode``); a checked answer whose check it lacks raises
+    HiddenCasesMissing.
 
     Output the learner's code prints while the hidden cases run is discarded,
     so no hidden input can reach the notebook. The checks run on the running
@@ -55,16 +60,29 @@ def grade_session(nonce: str) -> dict[str, Any]:
     the grading cell usually comes after ``lab.close()``.
     """
     grades: dict[str, Any] = {}
+    cases = handover.decode(hidden)
     quiet = contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO())
     with quiet[0], quiet[1], CheckBackend() as backends:
         for check_id, answer in list(_answers.items()):
-            result = run_check(registry.get_check(check_id), answer, include_hidden=True, backends=backends)
+            check = registry.get_check(check_id)
+            if check_id in cases:
+                check = check.with_hidden(cases[check_id])
+            result = _judge(check, answer, include_hidden=True, backends=backends)
             grades[check_id] = {"status": str(result.status), "points": result.points, "max_points": result.max_points}
     labs = sorted({check_id.split(".", 1)[0] for check_id in _answers})
     expected = {check.id: check.points for lab in labs for check in registry.checks_of(lab)}
     payload = {"nonce": nonce, "checks": grades, "expected": expected}
     _emit(payload)
     return payload
+
+
+def _judge(check: registry.Check, answer: Any, **run: Any) -> CheckResult:
+    """``run_check``, unless the answer comes from the instructor's package: then it scores nothing, and says why."""
+    if borrowed := learner.borrowed_from_instructor(answer):
+        return refused(check, f"this answer uses {borrowed}, from the instructor's package: a check grades your "
+                              "own answer, so it scores nothing; write it yourself",
+                       graded=run.get("include_hidden", False))
+    return run_check(check, answer, **run)
 
 
 def forget() -> None:

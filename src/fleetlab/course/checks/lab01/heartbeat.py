@@ -22,7 +22,8 @@ from typing import Any
 from fleetlab.composition.topology import experiment_queue
 from fleetlab.course.experiments.delivery import send_alerts
 from fleetlab.course.grading.calls import Call, CallLog
-from fleetlab.course.grading.registry import Case, CaseOutcome, RightAnswer, WrongAnswer, register
+from fleetlab.course.grading.registry import Case, CaseOutcome, register
+from fleetlab_instructor.checks import RightAnswer, WrongAnswer  # MIGRATION: the catalogues move to the instructor's side
 from fleetlab.course.grading.values import duration
 
 BOUNDARY = 1.0  # seconds: a beat this close to the end of the window is a race, not cover

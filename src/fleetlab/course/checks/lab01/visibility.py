@@ -27,7 +27,8 @@ import numpy
 from fleetlab.composition.topology import experiment_queue
 from fleetlab.core.errors import InvalidInput
 from fleetlab.course.experiments.delivery import first_duplicate_story, race
-from fleetlab.course.grading.registry import Case, CaseOutcome, RightAnswer, WrongAnswer, register
+from fleetlab.course.grading.registry import Case, CaseOutcome, register
+from fleetlab_instructor.checks import RightAnswer, WrongAnswer  # MIGRATION: the catalogues move to the instructor's side
 from fleetlab.course.grading.values import duration, seconds
 from fleetlab.services.agents.model import FakeModel, LatencyProfile
 

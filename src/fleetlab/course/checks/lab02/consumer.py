@@ -19,7 +19,8 @@ from fleetlab.composition.topology import experiment_queue, experiment_table
 from fleetlab.core.errors import AlreadyInProgress, FleetlabError
 from fleetlab.core.faults import Crash, CrashPoint, FaultPlan, Latency
 from fleetlab.course.experiments.delivery import deliver_under_chaos
-from fleetlab.course.grading.registry import Case, CaseOutcome, RightAnswer, WrongAnswer, register
+from fleetlab.course.grading.registry import Case, CaseOutcome, register
+from fleetlab_instructor.checks import RightAnswer, WrongAnswer  # MIGRATION: the catalogues move to the instructor's side
 from fleetlab.services.state.idempotency import COMPLETED, Claim, Completed, IdempotencyStore
 
 CONSUMER = "ticketing"

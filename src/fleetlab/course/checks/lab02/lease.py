@@ -17,7 +17,8 @@ from botocore.exceptions import ClientError
 from fleetlab.composition.topology import experiment_table
 from fleetlab.core.faults import Latency
 from fleetlab.course.grading.calls import CallLog
-from fleetlab.course.grading.registry import Case, CaseOutcome, RightAnswer, WrongAnswer, register
+from fleetlab.course.grading.registry import Case, CaseOutcome, register
+from fleetlab_instructor.checks import RightAnswer, WrongAnswer  # MIGRATION: the catalogues move to the instructor's side
 from fleetlab.course.grading.values import duration
 from fleetlab.services.state.idempotency import COMPLETED, INPROGRESS
 

@@ -13,7 +13,8 @@ from typing import Any
 import numpy
 
 from fleetlab.core.errors import InvalidInput
-from fleetlab.course.grading.registry import Case, CaseOutcome, RightAnswer, WrongAnswer, register
+from fleetlab.course.grading.registry import Case, CaseOutcome, register
+from fleetlab_instructor.checks import RightAnswer, WrongAnswer  # MIGRATION: the catalogues move to the instructor's side
 from fleetlab.course.grading.values import duration, seconds
 
 

@@ -30,7 +30,8 @@ from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingErro
 from fleetlab.composition.topology import experiment_queue
 from fleetlab.core.ledger import EffectsLedger
 from fleetlab.course.experiments.poison import POLL_SECONDS, send_steps
-from fleetlab.course.grading.registry import Case, CaseOutcome, RightAnswer, WrongAnswer, register
+from fleetlab.course.grading.registry import Case, CaseOutcome, register
+from fleetlab_instructor.checks import RightAnswer, WrongAnswer  # MIGRATION: the catalogues move to the instructor's side
 from fleetlab.services.sqs import dlq, messages
 from fleetlab.services.sqs.esm import BatchContext, BatchPoller
 

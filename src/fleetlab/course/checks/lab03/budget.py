@@ -28,7 +28,8 @@ from fleetlab.composition.topology import WorkQueue
 from fleetlab.core.errors import InvalidInput, ModelError
 from fleetlab.core.ledger import EffectsLedger
 from fleetlab.course.experiments.poison import send_steps
-from fleetlab.course.grading.registry import Case, CaseOutcome, RightAnswer, WrongAnswer, register
+from fleetlab.course.grading.registry import Case, CaseOutcome, register
+from fleetlab_instructor.checks import RightAnswer, WrongAnswer  # MIGRATION: the catalogues move to the instructor's side
 from fleetlab.course.grading.values import duration, seconds
 from fleetlab.services.sqs import messages
 from fleetlab.services.sqs.delivery import Delivery

@@ -22,7 +22,8 @@ from fleetlab.core.errors import ModelError
 from fleetlab.core.ledger import EffectsLedger
 from fleetlab.course.experiments.poison import drain, step_body
 from fleetlab.course.grading.calls import CallLog
-from fleetlab.course.grading.registry import Case, CaseOutcome, RightAnswer, WrongAnswer, register
+from fleetlab.course.grading.registry import Case, CaseOutcome, register
+from fleetlab_instructor.checks import RightAnswer, WrongAnswer  # MIGRATION: the catalogues move to the instructor's side
 from fleetlab.services.sqs import dlq
 from fleetlab.services.sqs.delivery import Delivery
 from fleetlab.services.sqs.redrive import Drained

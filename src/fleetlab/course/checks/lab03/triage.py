@@ -23,7 +23,8 @@ from typing import Any
 from fleetlab.composition.topology import experiment_queue
 from fleetlab.course.experiments.poison import step_body
 from fleetlab.course.grading.calls import CallLog
-from fleetlab.course.grading.registry import Case, CaseOutcome, RightAnswer, WrongAnswer, register
+from fleetlab.course.grading.registry import Case, CaseOutcome, register
+from fleetlab_instructor.checks import RightAnswer, WrongAnswer  # MIGRATION: the catalogues move to the instructor's side
 from fleetlab.services.sqs import dlq, messages
 
 UNKNOWN = dlq.NO_DIAGNOSIS

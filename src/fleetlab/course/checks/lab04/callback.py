@@ -23,7 +23,8 @@ from botocore.exceptions import ClientError
 from fleetlab.core.errors import StepFailed
 from fleetlab.course.checks.lab04.common import HEARTBEAT_ERRORS
 from fleetlab.course.experiments.callbacks import Behaviour, CallbackBench, CallbackRun, Plan, answers, fails
-from fleetlab.course.grading.registry import Case, CaseOutcome, RightAnswer, WrongAnswer, register
+from fleetlab.course.grading.registry import Case, CaseOutcome, register
+from fleetlab_instructor.checks import RightAnswer, WrongAnswer  # MIGRATION: the catalogues move to the instructor's side
 from fleetlab.services.stepfunctions import callbacks, machines
 from fleetlab.services.stepfunctions.worker import DEAD_TOKEN_ERRORS, Call, answer_task
 

@@ -16,7 +16,8 @@ from typing import Any
 from fleetlab.core.errors import AslError
 from fleetlab.course.checks.lab04.common import AWS_HEARTBEAT_ERROR, HEARTBEAT_ERRORS
 from fleetlab.course.experiments.callbacks import Behaviour, CallbackBench, answers, dies
-from fleetlab.course.grading.registry import Case, CaseOutcome, RightAnswer, WrongAnswer, register
+from fleetlab.course.grading.registry import Case, CaseOutcome, register
+from fleetlab_instructor.checks import RightAnswer, WrongAnswer  # MIGRATION: the catalogues move to the instructor's side
 from fleetlab.services.stepfunctions import asl, machines
 
 # learners' answers: the reference, right ones, then wrong ones

@@ -18,7 +18,8 @@ import numpy
 
 from fleetlab.core.errors import AslError, InvalidInput
 from fleetlab.course.experiments.callbacks import CallbackBench, Plan, calls, model_call_steps, percentile
-from fleetlab.course.grading.registry import Case, CaseOutcome, RightAnswer, WrongAnswer, register
+from fleetlab.course.grading.registry import Case, CaseOutcome, register
+from fleetlab_instructor.checks import RightAnswer, WrongAnswer  # MIGRATION: the catalogues move to the instructor's side
 from fleetlab.course.grading.values import seconds
 from fleetlab.services.stepfunctions import machines
 

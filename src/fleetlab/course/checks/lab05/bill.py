@@ -24,7 +24,8 @@ import numpy
 
 from fleetlab.composition.scaling.capacity import DAY, capacity, daily_bill
 from fleetlab.core.errors import InvalidInput
-from fleetlab.course.grading.registry import Case, CaseOutcome, RightAnswer, WrongAnswer, register
+from fleetlab.course.grading.registry import Case, CaseOutcome, register
+from fleetlab_instructor.checks import RightAnswer, WrongAnswer  # MIGRATION: the catalogues move to the instructor's side
 
 US_EAST_1 = (("sqs", 0.40), ("events", 1.00), ("dynamodb", 0.625))  # the course's price list, per million
 RELATIVE = 0.01

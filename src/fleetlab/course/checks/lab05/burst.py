@@ -21,7 +21,8 @@ from fleetlab.composition.scaling.manifest import scaled_object
 from fleetlab.composition.scaling.scaler import QueueAttributes
 from fleetlab.core.errors import InvalidInput
 from fleetlab.course.experiments.autoscaling import MODEL_QUEUE, burst
-from fleetlab.course.grading.registry import Case, CaseOutcome, RightAnswer, WrongAnswer, register
+from fleetlab.course.grading.registry import Case, CaseOutcome, register
+from fleetlab_instructor.checks import RightAnswer, WrongAnswer  # MIGRATION: the catalogues move to the instructor's side
 from fleetlab.course.grading.values import whole_number
 
 TICK = 15.0  # seconds between the loop's ticks: the HPA's sync period

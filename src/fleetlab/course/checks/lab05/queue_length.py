@@ -24,7 +24,8 @@ import numpy
 from fleetlab.core.errors import InvalidInput
 from fleetlab.course.checks.lab05.manifests import applied
 from fleetlab.course.experiments.autoscaling import burst
-from fleetlab.course.grading.registry import Case, CaseOutcome, RightAnswer, WrongAnswer, register
+from fleetlab.course.grading.registry import Case, CaseOutcome, register
+from fleetlab_instructor.checks import RightAnswer, WrongAnswer  # MIGRATION: the catalogues move to the instructor's side
 from fleetlab.course.grading.values import whole_number
 
 TICK = 15.0

@@ -1,0 +1,1 @@
+"""Lab 00: the instructor's side of its checks."""
