@@ -4,7 +4,7 @@ import nbformat
 from nbformat.v4 import new_code_cell, new_notebook
 
 from fleetlab.cli import main
-from fleetlab.course.checks import lab00
+from fleetlab_instructor.checks.lab00 import planes as lab00
 from fleetlab.course.grading import check
 
 
