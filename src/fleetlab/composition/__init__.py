@@ -1,1 +1,44 @@
-"""Composition: the services wired into the reference fleet: topology, pipeline, scaling and cost."""
+"""Composition: the services wired into the reference fleet, and what a notebook takes from it.
+
+``topology`` (the reference topology and throwaway experiment resources),
+``pipeline`` (the fleet), ``scaling`` (KEDA, the HPA and the fleet model)
+and ``cost``. The names below are the public surface a lab imports.
+"""
+
+from fleetlab.composition.pipeline import Fleet
+from fleetlab.composition.scaling import QueueAttributes, parse_scaled_object, scaled_object, size
+from fleetlab.composition.scaling.capacity import IN_FLIGHT_CAP, capacity, daily_bill, fleet_scaled_object
+from fleetlab.composition.scaling.simulator import Pods, Workload, simulate
+from fleetlab.composition.scaling.tradeoff import latency_and_cost
+from fleetlab.composition.topology import (
+    AgentClass,
+    TopologySpec,
+    add_unrouted,
+    experiment_queue,
+    experiment_table,
+    new_prefix,
+    visibility_for,
+)
+
+__all__ = [
+    "IN_FLIGHT_CAP",
+    "AgentClass",
+    "Fleet",
+    "Pods",
+    "QueueAttributes",
+    "TopologySpec",
+    "Workload",
+    "add_unrouted",
+    "capacity",
+    "daily_bill",
+    "experiment_queue",
+    "experiment_table",
+    "fleet_scaled_object",
+    "latency_and_cost",
+    "new_prefix",
+    "parse_scaled_object",
+    "scaled_object",
+    "simulate",
+    "size",
+    "visibility_for",
+]
