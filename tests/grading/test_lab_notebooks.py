@@ -40,11 +40,12 @@ FACILITATOR = SOLUTIONS.parents[1] / "docs" / "facilitator"
 @pytest.mark.parametrize("path", sorted(SOLUTIONS.glob("*.ipynb")), ids=lambda path: path.stem)
 def test_the_facilitator_note_states_each_checks_points_and_cases(path):
     from fleetlab.course.grading import registry
+    from fleetlab_instructor.checks import side_of
 
     note = " ".join((FACILITATOR / f"{path.stem}.md").read_text(encoding="utf-8").split())
     for check in registry.checks_of(path.stem[:2]):
-        split = f"{len(check.public)} public, {len(check.hidden)} hidden"
+        split = f"{len(check.public)} public, {check.hidden_cases} hidden"
         assert f"**What {check.id} checks** ({registry.format_points(check.points)} point" in note, check.id
         assert split in note, f"{check.id}: the note must say {split!r}"
-        for wrong in check.wrong_answers:
+        for wrong in side_of(check.id).wrong_answers:
             assert wrong.public or "Hidden only" in note, f"{check.id}: say which mistakes only hidden cases catch"

@@ -29,19 +29,19 @@ with registry.isolated():  # the checks of this module, kept as objects, never l
         title="Double a number",
         points=3,
         public=[Number("one", 1), Number("two", 2)],
-        hidden=[Number("minus three", -3)],
+        hidden_cases=1,
         timeout=1.0,
     )(doubles)
-    DOUBLE = get_check("98.double")
+    DOUBLE = get_check("98.double").with_hidden([Number("minus three", -3)])
     register(
         "98.whole",
         title="Double a number, all or nothing",
         points=3,
         public=[Number("one", 1), Number("two", 2)],
-        hidden=[Number("minus three", -3)],
+        hidden_cases=1,
         all_or_nothing="doubling is one skill",
     )(doubles)
-    WHOLE = get_check("98.whole")
+    WHOLE = get_check("98.whole").with_hidden([Number("minus three", -3)])
 
 
 @pytest.fixture
@@ -192,9 +192,9 @@ def test_with_a_running_lab_a_check_uses_its_backend_and_leaves_it_open(no_backe
 
 def test_a_check_that_asks_for_a_function_refuses_anything_else_before_any_case():
     with registry.isolated():
-        register("98.fn", title="fn", public=[Number("one", 1)], hidden=[Number("two", 2)], function="double")(doubles)
+        register("98.fn", title="fn", public=[Number("one", 1)], hidden_cases=1, function="double")(doubles)
         in_notebook = run_check(get_check("98.fn"), 2)
-        graded = run_check(get_check("98.fn"), 2, include_hidden=True)
+        graded = run_check(get_check("98.fn").with_hidden([Number("two", 2)]), 2, include_hidden=True)
     assert (in_notebook.status, in_notebook.diagnosis, in_notebook.cases) == (
         Status.FAIL, "pass the function itself: check('98.fn', double)", []
     )
@@ -280,9 +280,9 @@ def meets_the_other_case(started):
 
 
 def side_by_side_check(check_id, started):
-    register(check_id, title="side by side", public=[Case("a")], hidden=[Case("b")], timeout=5,
+    register(check_id, title="side by side", public=[Case("a")], hidden_cases=1, timeout=5,
              side_by_side=True)(meets_the_other_case(started))
-    return get_check(check_id)
+    return get_check(check_id).with_hidden([Case("b")])
 
 
 def test_on_a_real_clock_a_side_by_side_checks_cases_run_at_once(scaled_backend):

@@ -5,6 +5,7 @@ import pytest
 from fleetlab_instructor.checks.lab00 import planes as lab00
 from fleetlab.course.grading import check, get_check, grade_session, progress
 from fleetlab.course.grading.session import UnexpectedCheckStatus
+from fleetlab_instructor.checks import full_check
 from fleetlab_instructor.grading.grade import hidden_cases
 
 from .answers import good_handle
@@ -40,7 +41,7 @@ def test_grades_carry_scores_only_and_nothing_the_learner_prints_while_hidden_ca
     payload = grade_session("nonce-2", hidden_cases(["99.dedupe"]))
     assert "handling" not in capsys.readouterr().out
     assert payload["checks"]["99.dedupe"] == {"status": "pass", "points": 3, "max_points": 3}
-    for hidden in get_check("99.dedupe").hidden:
+    for hidden in full_check("99.dedupe").hidden:
         assert hidden.name not in json.dumps(payload)
 
 
