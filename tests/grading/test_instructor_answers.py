@@ -1,0 +1,66 @@
+"""An answer taken from the instructor's package scores nothing, in the notebook and in the grader."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_notebook
+
+from fleetlab.cli import main
+from fleetlab.course.grading import check
+from fleetlab.course.grading.results import Status
+from fleetlab_instructor.checks.lab00 import planes
+
+OWN_ANSWER = {
+    "event bus": "control", "rules": "control", "state machine": "control", "work queues": "work",
+    "dead-letter queues": "work", "workers": "work", "idempotency table": "state", "claim-check bucket": "state",
+}
+
+
+def submission(path: Path, *cells: str) -> Path:
+    nbformat.write(new_notebook(cells=[new_code_cell(source) for source in cells]), path)
+    return path
+
+
+def graded(tmp_path: Path, *notebooks: Path) -> dict[str, dict[str, str]]:
+    out = tmp_path / "grades.csv"
+    assert main(["grade", *map(str, notebooks), "--out", str(out)]) == 0
+    with out.open(newline="") as file:
+        return {Path(row["notebook"]).name: row for row in csv.DictReader(file)}
+
+
+def test_a_notebook_that_imports_a_reference_answer_scores_nothing_and_the_gradebook_says_why(tmp_path):
+    borrowed = submission(tmp_path / "borrowed.ipynb", "from fleetlab import check",
+                          "from fleetlab_instructor.checks.lab00.planes import REFERENCE\nanswer = REFERENCE",
+                          'check("00.planes", answer)')
+    own = submission(tmp_path / "own.ipynb", "from fleetlab import check", f"answer = {OWN_ANSWER!r}",
+                     'check("00.planes", answer)')
+    rows = graded(tmp_path, borrowed, own)
+    assert (rows["own.ipynb"]["00.planes"], rows["own.ipynb"]["error"]) == ("1", "")
+    assert rows["borrowed.ipynb"]["00.planes"] == "0"
+    error = rows["borrowed.ipynb"]["error"]
+    assert error.startswith("cell 2 raised ModuleNotFoundError: fleetlab_instructor"), error
+    assert "instructor's side of fleetlab" in error
+
+
+def test_check_refuses_an_answer_function_from_the_instructors_package_and_says_why():
+    taken = planes.RIGHT_ANSWERS[0].answer  # a function defined in the instructor's package
+    result = check("00.planes", taken)
+    assert (result.status, result.cases) == (Status.FAIL, [])
+    assert "fleetlab_instructor.checks.lab00.planes" in result.diagnosis
+    assert "scores nothing; write it yourself" in result.diagnosis
+
+
+def test_check_refuses_a_learners_function_that_calls_the_instructors_answer():
+    namespace = {"reference": planes.RIGHT_ANSWERS[0].answer}
+    exec("def mine():\n    return dict(reference())", namespace)  # a notebook cell's function
+    result = check("00.planes", namespace["mine"])
+    assert result.status == Status.FAIL and "from the instructor's package" in result.diagnosis
+
+
+def test_a_learners_own_function_passes_as_before():
+    namespace = {"planes": dict(OWN_ANSWER)}
+    exec("def mine():\n    return dict(planes)", namespace)
+    assert check("00.planes", namespace["mine"]).status == Status.PUBLIC_PASS
