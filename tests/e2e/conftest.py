@@ -169,10 +169,16 @@ def _server_command(root: Path, dirs: dict[str, Path], token: str) -> list[str]:
 
 
 def _server_env(dirs: dict[str, Path]) -> dict[str, str]:
-    """The server's (and so the kernels') environment: moto backend, private Jupyter and fleetlab dirs."""
+    """The server's (and so the kernels') environment: moto backend, private Jupyter and fleetlab dirs.
+
+    Every check in a student notebook must say "not yet" (``FLEETLAB_EXPECT_CHECKS``): anything else
+    raises in the notebook, and the traceback fails the test, so the browser run is also the student
+    notebooks' run top to bottom.
+    """
     env = {key: value for key, value in os.environ.items() if key != "FLEETLAB_ALLOW_REAL_AWS"}
     env.update(
         FLEETLAB_BACKEND="moto",
+        FLEETLAB_EXPECT_CHECKS="not-yet",
         FLEETLAB_HOME=str(dirs["fleetlab"]),
         JUPYTER_CONFIG_DIR=str(dirs["config"]),
         JUPYTER_DATA_DIR=str(dirs["data"]),
