@@ -16,7 +16,8 @@ from aws_lambda_powertools.utilities.batch import (
     process_partial_response,
 )
 
-from fleetlab.course.checks.lab03.batch import POISON, Batch, StepFailed, interleaved_steps
+from fleetlab.core.errors import StepFailed
+from fleetlab.course.checks.lab03.batch import POISON, Batch, interleaved_steps
 from fleetlab_instructor.checks import InstructorSide, RightAnswer, WrongAnswer
 
 HIDDEN = (

@@ -22,6 +22,7 @@ from typing import Any
 from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
 
 from fleetlab.composition.topology import experiment_queue
+from fleetlab.core.errors import StepFailed
 from fleetlab.core.ledger import EffectsLedger
 from fleetlab.course.experiments.poison import POLL_SECONDS, send_steps
 from fleetlab.course.grading.registry import Case, CaseOutcome, register
@@ -30,10 +31,6 @@ from fleetlab.services.sqs.esm import BatchContext, BatchPoller
 
 POISON = 99
 """Attempts a poison step fails: all of them."""
-
-
-class StepFailed(ValueError):
-    """What ``process(record)`` raises for a step that fails."""
 
 
 @dataclass(frozen=True)
@@ -85,7 +82,7 @@ def check_batch(answer: Any, case: Batch, ctx: Any) -> CaseOutcome:
                 run.attempts[trace] = run.attempts.get(trace, 0) + 1
                 if run.attempts[trace] <= failing.get(trace, 0):
                     invocation.failed.append(trace)
-                    raise StepFailed(f"{trace}: the tool output is unparseable")
+                    raise StepFailed("ToolOutputUnparseable", f"{trace}: the tool output is unparseable")
                 context.record_effect(record, kind="step")
 
             try:
