@@ -1,0 +1,1 @@
+"""Lab 03: the instructor's side of its checks."""
