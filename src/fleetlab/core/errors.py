@@ -176,9 +176,11 @@ class ModelError(FleetlabError):
 
 
 class StepFailed(FleetlabError):
-    """Raised by a callback step to fail its task with ``error``, the name a Catch routes on.
+    """A step failed with ``error``, the name a retry policy or a Catch routes on.
 
-    The step did not finish; whatever it did before raising happened.
+    Raised by a callback step to fail its task, by a batch record's processing,
+    and by a step whose work failed. The step did not finish; whatever it did
+    before raising happened.
     """
 
     may_have_happened = True
