@@ -12,6 +12,8 @@ from fleetlab.course.checks.lab05 import queue_length
 from fleetlab.course.experiments.autoscaling import MODEL_QUEUE, burst
 from fleetlab.course.grading import get_check, run_check
 from fleetlab.course.grading.results import Status
+from fleetlab_instructor.checks import full_check, side_of
+from fleetlab_instructor.checks.lab05 import burst as burst_side
 
 
 @pytest.fixture
@@ -22,7 +24,7 @@ def backend():
 
 
 def _every_case(check_id):
-    check = get_check(check_id)
+    check = full_check(check_id)
     return [*check.public, *check.hidden]
 
 
@@ -34,7 +36,7 @@ def test_the_exercise_s_hpa_rule_is_the_hpa_s_on_every_case(case, backend):
     settings = dict(step_seconds=case.step_seconds, concurrency=case.concurrency, arrivals=case.arrivals,
                     replicas=case.replicas, tick=burst_check.TICK, max_seconds=case.step_seconds - burst_check.TICK,
                     visibility_timeout=burst_check.VISIBILITY)
-    judge = burst_check._Judge(burst_check.reference_desired, case)
+    judge = burst_check._Judge(burst_side.reference_desired, case)
     judged = burst(backend, scaled, case.documents, hpa_step=judge.sync, **settings)
     modelled = burst(backend, scaled, case.documents, **settings)
     assert judged.scaling == modelled.scaling
@@ -46,13 +48,13 @@ def test_each_burst_mistake_is_caught_by_a_public_case_that_names_its_rule():
     rules = {name for name, _ in burst_check.MISTAKES}
     named = {"in-flight", "tolerance", "no-limit", "plus4", "double", "clamp-max", "floor"}
     assert named <= rules
-    for wrong in check.wrong_answers:
+    for wrong in side_of(check.id).wrong_answers:
         if wrong.public:
             assert run_check(check, wrong.answer).status == Status.FAIL, wrong.name
 
 
 def test_a_diagnosis_says_when_and_on_what_reading_the_answer_went_wrong():
-    visible_only = lambda c, v, f, q, low, high: burst_check.reference_desired(c, v, 0, q, low, high)  # noqa: E731
+    visible_only = lambda c, v, f, q, low, high: burst_side.reference_desired(c, v, 0, q, low, high)  # noqa: E731
     result = run_check(get_check("05.burst"), visible_only)
     first = result.cases[0]
     assert first.diagnosis.startswith("at +30 s, with 8 replicas and 22 messages visible + 40 in flight "
@@ -80,8 +82,9 @@ def test_a_cap_that_throttles_says_how_many_calls_it_asked_for():
 def test_the_bill_check_agrees_with_the_seed_s_worked_fleet():
     check = get_check("05.bill")
     worked = check.public[0]
-    in_flight, dollars = check.reference(worked.conversations_per_minute, worked.steps, worked.step_seconds,
-                                         worked.price_list)
+    reference = side_of(check.id).reference
+    in_flight, dollars = reference(worked.conversations_per_minute, worked.steps, worked.step_seconds,
+                                   worked.price_list)
     # seed 000: 11,250 steps in flight; 21.6 M SQS requests, 10.8 M events, 10.8 M writes a day
     assert in_flight == 11_250
     assert dollars == pytest.approx(21.6 * 0.40 + 10.8 * 1.00 + 10.8 * 0.625)

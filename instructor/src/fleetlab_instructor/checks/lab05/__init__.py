@@ -1,0 +1,1 @@
+"""Lab 05: the instructor's side of its checks."""

@@ -1,0 +1,74 @@
+"""``05.bill``: the hidden fleets, the reference bill and both catalogues.
+
+The hidden fleets bring other prices and 20-minute steps, so an answer
+fitted to the public fleets does not pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from fractions import Fraction
+from typing import Any
+
+import numpy
+
+from fleetlab.composition.scaling.capacity import DAY
+from fleetlab.course.checks.lab05.bill import Fleet, slips
+from fleetlab_instructor.checks import InstructorSide, RightAnswer, WrongAnswer
+
+HIDDEN = (
+    Fleet("2,000 conversations a minute, 8 steps of 45 s, other prices", 2_000, 8, 45,
+          (("sqs", 0.50), ("events", 1.20), ("dynamodb", 0.75))),
+    Fleet("12 conversations a minute, 3 steps of 20 min, us-east-1 prices", 12, 3, 1_200),
+)
+
+
+def reference_bill(conversations_per_minute: float, steps: int, step_seconds: float,
+                   prices: Mapping[str, float]) -> tuple[float, float]:
+    """Little's law for the steps in flight; two SQS requests, one event and one write per step, for a day."""
+    steps_per_second = conversations_per_minute * steps / 60
+    per_day = steps_per_second * DAY
+    dollars = per_day * (2 * prices["sqs"] + prices["events"] + prices["dynamodb"]) / 1_000_000
+    return steps_per_second * step_seconds, dollars
+
+
+def _as_dict(cpm: float, steps: int, seconds: float, prices: Mapping[str, float]) -> dict[str, float]:
+    in_flight, dollars = reference_bill(cpm, steps, seconds, prices)
+    return {"in_flight_steps": in_flight, "dollars_per_day": dollars}
+
+
+def _by_line(cpm: float, steps: int, seconds: float, prices: Mapping[str, float]) -> list[Any]:
+    per_day = Fraction(str(cpm)) * steps * 1440
+    lines = {"sqs": 2 * per_day, "events": per_day, "dynamodb": per_day}
+    return [round(cpm * steps / 60 * seconds), round(sum(n * Fraction(str(prices[k])) / 10**6
+                                                         for k, n in lines.items()), 2)]
+
+
+RIGHT_ANSWERS = (
+    RightAnswer("a dict naming the two figures", _as_dict),
+    RightAnswer("a numpy array", lambda cpm, steps, seconds, prices: numpy.array(reference_bill(cpm, steps, seconds,
+                                                                                                   prices))),
+    RightAnswer("fractions, a list, the bill to the cent and whole steps", _by_line),
+)
+
+
+def _slip(name: str) -> Any:
+    """An answer that makes the slip ``name`` of the public harness's ``slips``."""
+    return lambda cpm, steps, seconds, prices: slips(Fleet("", cpm, steps, seconds, tuple(prices.items())))[name]
+
+
+WRONG_ANSWERS = (
+    WrongAnswer("per conversation, not per step", _slip("conversations"), "grow with steps, not users"),
+    WrongAnswer("steps per minute x step seconds", _slip("per-minute"), "60 times too many"),
+    WrongAnswer("a bill for an hour", _slip("hour"), "your bill covers an hour"),
+    WrongAnswer("one SQS request per step", _slip("one-sqs-call"), "two SQS requests"),
+    WrongAnswer("PutEvents billed per request", _slip("per-request"), "10 entries in one PutEvents are 10 events"),
+    WrongAnswer("no idempotency write", _slip("no-write"), "one idempotency write"),
+    WrongAnswer("prices per call", _slip("per-call"), "not per call"),
+    WrongAnswer("the bill only", lambda cpm, steps, seconds, prices: 26.19, "return two numbers"),
+    WrongAnswer("the seed's fleet, hard-coded", lambda cpm, steps, seconds, prices: (11_250, 26.19),
+                "steps in flight"),
+)
+
+SIDE = InstructorSide("05.bill", hidden=HIDDEN, reference=reference_bill,
+                      right_answers=RIGHT_ANSWERS, wrong_answers=WRONG_ANSWERS)
