@@ -1,0 +1,1 @@
+"""Lab 01: the instructor's side of its checks."""

@@ -1,0 +1,1 @@
+"""Lab 02: the instructor's side of its checks."""
