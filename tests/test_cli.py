@@ -94,3 +94,12 @@ def test_cost_of_an_unknown_subject_lists_the_counted_ones(capsys):
     assert ", ".join(load_calls()["subjects"]) in captured.err and "demo" in captured.err
     assert captured.out == ""  # not even lab 02's estimate
 
+
+def test_capacity_in_an_unknown_region_names_the_flag_and_the_regions_known(capsys):
+    assert main(["capacity", "--conversations-per-minute", "500", "--steps", "15", "--step-seconds", "90",
+                 "--region", "mars-1"]) == 2
+    captured = capsys.readouterr()
+    err = " ".join(captured.err.split())
+    assert err.startswith("fleetlab capacity: --region: unknown AWS region 'mars-1' (choose from ")
+    assert "eu-central-1" in err and "us-east-1" in err
+    assert captured.out == ""  # no answer at a made-up refill rate

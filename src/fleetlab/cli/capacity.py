@@ -11,6 +11,7 @@ from rich.table import Table
 from fleetlab.cli.argtypes import POSITIVE_FLOAT, POSITIVE_INT
 from fleetlab.cli.output import stdout_console
 from fleetlab.composition.scaling.capacity import IN_FLIGHT_CAP, Capacity, capacity
+from fleetlab.core.errors import InvalidInput
 
 
 @click.command(
@@ -28,7 +29,10 @@ from fleetlab.composition.scaling.capacity import IN_FLIGHT_CAP, Capacity, capac
               help="AWS region: sets the SendTaskSuccess refill rate (default us-east-1)")
 @click.option("--json", "as_json", is_flag=True, help="print machine-readable JSON")
 def command(conversations_per_minute: float, steps: int, step_seconds: float, region: str, as_json: bool) -> int:
-    cap = capacity(conversations_per_minute, steps, step_seconds, region=region)
+    try:
+        cap = capacity(conversations_per_minute, steps, step_seconds, region=region)
+    except InvalidInput as exc:  # the library names its argument; the learner typed the flag
+        raise InvalidInput("--" + exc.field.replace("_", "-"), exc.problem, hint=exc.hint) from None
     if as_json:
         print(json.dumps(cap.to_json(), indent=2))
         return 0
