@@ -2,25 +2,23 @@
 
 from __future__ import annotations
 
-import argparse
-import io
 import json
 
 import nbformat
 import pytest
 from fleetlab_instructor import bench
-from rich.console import Console
 
 from fleetlab.backends.backend import open_backend
-from fleetlab.cli import build_parser
+from fleetlab.cli import build_cli, main
 from fleetlab.composition.topology import AgentClass, TopologySpec
 from fleetlab.services.state.idempotency import COMPLETED, Completed, IdempotencyStore
 
 ONE_STEP = ["sqs.ReceiveMessage > dynamodb.PutItem > dynamodb.UpdateItem > sqs.DeleteMessage"]
 
 
-def parser() -> argparse.ArgumentParser:
-    return build_parser()
+def parsed(*flags: str) -> dict:
+    """What ``fleetlab bench FLAGS`` parses to, without running it."""
+    return build_cli().commands["bench"].make_context("bench", list(flags)).params
 
 
 def test_the_library_and_raw_paths_make_the_same_boto3_calls():
@@ -68,12 +66,9 @@ def test_a_raw_step_leaves_the_record_the_library_would():
         assert isinstance(store.claim("raw-1", "researcher"), Completed)
 
 
-def test_a_run_saves_json_with_timestamp_machine_and_rows(tmp_path):
+def test_a_run_saves_json_with_timestamp_machine_and_rows(tmp_path, capsys):
     out = tmp_path / "new" / "folder" / "results.json"
-    args = parser().parse_args(["bench", "--backends", "moto", "--steps", "10", "--only", "pipeline,clock",
-                                "--out", str(out)])
-    printed = io.StringIO()
-    assert args.run(args, Console(file=printed, width=200)) == 0
+    assert main(["bench", "--backends", "moto", "--steps", "10", "--only", "pipeline,clock", "--out", str(out)]) == 0
     saved = json.loads(out.read_text())
     assert {"timestamp", "machine", "settings", "results", "rows"} <= set(saved)
     assert {"cpu_count", "python"} <= set(saved["machine"])
@@ -85,27 +80,25 @@ def test_a_run_saves_json_with_timestamp_machine_and_rows(tmp_path):
     assert by_name["fleet-day"]["measured"] is True and by_name["fleet-day"]["simulated_seconds"] == 86_400
     for line in saved["rows"]:
         assert set(line) == {"measurement", "backend", "value", "unit", "goal", "met", "note"}
-    text = printed.getvalue()
+    text = capsys.readouterr().out
     assert "pipeline steps/s (drain)" in text and "simulated fleet day" in text
     assert f"saved {out}" in " ".join(text.split())
 
 
 @pytest.mark.parametrize("flag, value", [("--backends", "moto,nope"), ("--only", "overhead,speed"), ("--steps", "0")])
 def test_bad_flags_are_rejected_naming_the_flag(flag, value, capsys):
-    with pytest.raises(SystemExit) as exited:
-        parser().parse_args(["bench", flag, value])
-    assert exited.value.code == 2
+    assert main(["bench", flag, value]) == 2
     err = capsys.readouterr().err
-    assert f"argument {flag}" in err
+    assert f"'{flag}'" in err
     assert value.split(",")[-1] in err
 
 
 def test_defaults_and_lists_parse():
-    args = parser().parse_args(["bench"])
-    assert args.backends == ("moto", "moto-server") and args.steps == 200
-    assert str(args.out) == "bench/results.json" and args.only == bench.MEASUREMENTS
-    args = parser().parse_args(["bench", "--backends", "moto-server, moto", "--only", "demo"])
-    assert args.backends == ("moto-server", "moto") and args.only == ("demo",)
+    params = parsed()
+    assert params["backends"] == ("moto", "moto-server") and params["steps"] == 200
+    assert str(params["out"]) == "bench/results.json" and params["only"] == bench.MEASUREMENTS
+    params = parsed("--backends", "moto-server, moto", "--only", "demo")
+    assert params["backends"] == ("moto-server", "moto") and params["only"] == ("demo",)
 
 
 def test_the_plan_follows_only_and_backends():

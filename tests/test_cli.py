@@ -1,4 +1,3 @@
-import argparse
 import os
 import re
 import subprocess
@@ -7,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from fleetlab.cli import build_parser, main
+from fleetlab.backends.prices import load_calls
+from fleetlab.cli import build_cli, main
+from fleetlab.course.grading.registry import shipped_labs
 
 
 @pytest.mark.parametrize("backend", ["moto", "moto-server"])
@@ -38,10 +39,8 @@ def test_an_unknown_backend_is_named(monkeypatch, capsys):
 
 
 def test_a_bad_flag_names_the_flag(capsys):
-    with pytest.raises(SystemExit) as exited:
-        main(["demo", "--events", "-3"])
-    assert exited.value.code == 2
-    assert "--events: must not be negative" in capsys.readouterr().err
+    assert main(["demo", "--events", "-3"]) == 2
+    assert "'--events': must not be negative" in capsys.readouterr().err
 
 
 def test_real_aws_without_credentials_says_what_to_do(tmp_path):
@@ -67,8 +66,7 @@ def test_the_readme_command_table_lists_every_subcommand_and_no_other():
     readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
     table = readme.split("\n## Commands\n", 1)[1].split("\n## ", 1)[0]
     documented = {match.group(1) for match in re.finditer(r"^\| `fleetlab ([a-z-]+)", table, re.MULTILINE)}
-    subparsers = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
-    assert documented == set(subparsers.choices)
+    assert documented == set(build_cli().commands)
 
 
 @pytest.mark.parametrize(
@@ -77,7 +75,31 @@ def test_the_readme_command_table_lists_every_subcommand_and_no_other():
      ("--grading-timeout", "-5", "must be a positive"), ("--workers", "0", "must be at least 1")],
 )
 def test_grade_flags_are_checked_naming_the_flag(flag, value, problem, capsys):
-    with pytest.raises(SystemExit) as exited:
-        main(["grade", "nb.ipynb", flag, value])
-    assert exited.value.code == 2
-    assert f"argument {flag}: {problem}" in capsys.readouterr().err
+    assert main(["grade", "nb.ipynb", flag, value]) == 2
+    assert f"'{flag}': {problem}" in capsys.readouterr().err
+
+
+def test_progress_of_an_unknown_lab_lists_the_labs_with_checks(capsys):
+    assert main(["progress", "--lab", "99"]) == 2
+    captured = capsys.readouterr()
+    assert "'--lab': no lab '99' has checks; choose from 00, 01, 02" in captured.err
+    assert ", ".join(shipped_labs()) in captured.err
+    assert captured.out == ""
+
+
+def test_cost_of_an_unknown_subject_lists_the_counted_ones(capsys):
+    assert main(["cost", "02", "99"]) == 2
+    captured = capsys.readouterr()
+    assert "no calls are counted for '99'; choose from 00, 01" in captured.err
+    assert ", ".join(load_calls()["subjects"]) in captured.err and "demo" in captured.err
+    assert captured.out == ""  # not even lab 02's estimate
+
+
+def test_capacity_in_an_unknown_region_names_the_flag_and_the_regions_known(capsys):
+    assert main(["capacity", "--conversations-per-minute", "500", "--steps", "15", "--step-seconds", "90",
+                 "--region", "mars-1"]) == 2
+    captured = capsys.readouterr()
+    err = " ".join(captured.err.split())
+    assert err.startswith("fleetlab capacity: --region: unknown AWS region 'mars-1' (choose from ")
+    assert "eu-central-1" in err and "us-east-1" in err
+    assert captured.out == ""  # no answer at a made-up refill rate

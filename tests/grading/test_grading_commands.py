@@ -1,10 +1,10 @@
 """The command-line layer: progress, assign, grade, and their exit codes."""
 
 import nbformat
+from fleetlab_instructor.checks.lab00 import planes as lab00
 from nbformat.v4 import new_code_cell, new_notebook
 
 from fleetlab.cli import main
-from fleetlab_instructor.checks.lab00 import planes as lab00
 from fleetlab.course.grading import check
 
 

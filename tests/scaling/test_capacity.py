@@ -25,6 +25,15 @@ def test_the_callback_refill_depends_on_the_region():
     assert capacity(500, 15, 90, region="eu-west-1").callback_refill_per_second == 500
 
 
+def test_an_unknown_region_is_refused_naming_the_regions_known():
+    with pytest.raises(InvalidInput) as raised:
+        capacity(500, 15, 90, region="mars-1")
+    assert raised.value.field == "region"
+    assert "'mars-1'" in str(raised.value)
+    for known in ("us-east-1", "eu-central-1", "ap-south-1"):
+        assert known in raised.value.hint
+
+
 def test_calls_grow_with_steps_not_users():
     assert capacity(500, 30, 90).sqs_calls_per_day == 2 * capacity(500, 15, 90).sqs_calls_per_day
     assert capacity(500, 15, 180).sqs_calls_per_day == capacity(500, 15, 90).sqs_calls_per_day

@@ -1,61 +1,97 @@
-"""argparse value types shared by the ``fleetlab`` subcommands: each error names what was wrong."""
+"""Click parameter types shared by the ``fleetlab`` subcommands: each error names the flag and what was wrong.
+
+A type converts the text typed on the command line; a default written in the
+code is already of the right type and passes through as it is.
+"""
 
 from __future__ import annotations
 
-import argparse
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from typing import Any
+
+import click
 
 from fleetlab.backends.sweep import check_prefix
 from fleetlab.core.errors import InvalidInput
 
 
-def non_negative_int(text: str) -> int:
+class NonNegativeInt(click.ParamType):
     """A whole number >= 0."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative, got {text}")
-    return value
+
+    name = "integer"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            return value
+        try:
+            number = int(value)
+        except ValueError:
+            self.fail(f"must be a whole number, got {value!r}", param, ctx)
+        if number < 0:
+            self.fail(f"must not be negative, got {value}", param, ctx)
+        return number
 
 
-def positive_int(text: str) -> int:
+class PositiveInt(NonNegativeInt):
     """A whole number >= 1."""
-    value = non_negative_int(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
-    return value
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        number = super().convert(value, param, ctx)
+        if number == 0:
+            self.fail(f"must be at least 1, got {value}", param, ctx)
+        return number
 
 
-def positive_float(text: str) -> float:
-    """A number > 0 (seconds, say)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive, finite number, got {text}")
-    return value
+class PositiveFloat(click.ParamType):
+    """A number > 0 and finite (seconds, say)."""
+
+    name = "number"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        if isinstance(value, int | float):
+            return float(value)
+        try:
+            number = float(value)
+        except ValueError:
+            self.fail(f"must be a number, got {value!r}", param, ctx)
+        if not number > 0 or number == float("inf"):
+            self.fail(f"must be a positive, finite number, got {value}", param, ctx)
+        return number
 
 
-def resource_prefix(text: str) -> str:
+class ResourcePrefix(click.ParamType):
     """A resource-name prefix long enough to sweep by (``fl-01-3fa9c2-``)."""
-    try:
-        return check_prefix(text)
-    except InvalidInput as exc:
-        raise argparse.ArgumentTypeError(exc.problem + (f" ({exc.hint})" if exc.hint else "")) from None
+
+    name = "prefix"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        try:
+            return check_prefix(value)
+        except InvalidInput as exc:
+            self.fail(exc.problem + (f" ({exc.hint})" if exc.hint else ""), param, ctx)
 
 
-def choice_list(allowed: Sequence[str], what: str) -> Callable[[str], tuple[str, ...]]:
-    """A comma-separated list drawn from ``allowed`` (duplicates dropped, order kept)."""
+class ChoiceList(click.ParamType):
+    """A comma-separated list drawn from ``allowed`` (duplicates dropped, order kept); ``what`` names one item."""
 
-    def parse(text: str) -> tuple[str, ...]:
-        names = [part.strip() for part in text.split(",") if part.strip()]
-        unknown = [name for name in names if name not in allowed]
+    name = "list"
+
+    def __init__(self, allowed: Sequence[str], what: str) -> None:
+        self.allowed = tuple(allowed)
+        self.what = what
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> tuple[str, ...]:
+        if not isinstance(value, str):
+            return tuple(value)
+        names = [part.strip() for part in value.split(",") if part.strip()]
+        unknown = [name for name in names if name not in self.allowed]
         if unknown or not names:
-            shown = ", ".join(map(repr, unknown)) or repr(text)
-            raise argparse.ArgumentTypeError(f"unknown {what} {shown}; choose from {', '.join(allowed)}")
+            shown = ", ".join(map(repr, unknown)) or repr(value)
+            self.fail(f"unknown {self.what} {shown}; choose from {', '.join(self.allowed)}", param, ctx)
         return tuple(dict.fromkeys(names))
 
-    return parse
+
+NON_NEGATIVE_INT = NonNegativeInt()
+POSITIVE_INT = PositiveInt()
+POSITIVE_FLOAT = PositiveFloat()
+RESOURCE_PREFIX = ResourcePrefix()

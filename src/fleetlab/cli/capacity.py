@@ -2,44 +2,41 @@
 
 from __future__ import annotations
 
-import argparse
 import json
-from typing import Any
 
+import click
 from rich import box
-from rich.console import Console
 from rich.table import Table
 
-from fleetlab.cli.argtypes import positive_float, positive_int
+from fleetlab.cli.argtypes import POSITIVE_FLOAT, POSITIVE_INT
+from fleetlab.cli.output import stdout_console
 from fleetlab.composition.scaling.capacity import IN_FLIGHT_CAP, Capacity, capacity
+from fleetlab.core.errors import InvalidInput
 
 
-def add_command(subparsers: Any) -> None:
-    """Register ``capacity`` on the ``fleetlab`` command's subparsers."""
-    parser = subparsers.add_parser(
-        "capacity",
-        help="in-flight steps (Little's law) and API calls per second and per day for a fleet",
-        description="Capacity arithmetic for a fleet of agent steps: steps per minute, SQS calls, completion "
-        "events and PutEvents requests, idempotency writes, in-flight steps against a standard queue's "
-        "~120,000 cap, and SendTaskSuccess against its refill rate.",
-    )
-    parser.add_argument("--conversations-per-minute", type=positive_float, required=True, metavar="C",
-                        help="new conversations per minute")
-    parser.add_argument("--steps", type=positive_int, required=True, metavar="S", help="steps per conversation")
-    parser.add_argument("--step-seconds", type=positive_float, required=True, metavar="T",
-                        help="average seconds per step")
-    parser.add_argument("--region", default="us-east-1",
-                        help="AWS region: sets the SendTaskSuccess refill rate (default us-east-1)")
-    parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
-    parser.set_defaults(run=run)
-
-
-def run(args: argparse.Namespace, console: Console) -> int:
-    cap = capacity(args.conversations_per_minute, args.steps, args.step_seconds, region=args.region)
-    if args.json:
+@click.command(
+    "capacity",
+    short_help="in-flight steps (Little's law) and API calls per second and per day for a fleet",
+    help="Capacity arithmetic for a fleet of agent steps: steps per minute, SQS calls, completion "
+    "events and PutEvents requests, idempotency writes, in-flight steps against a standard queue's "
+    "~120,000 cap, and SendTaskSuccess against its refill rate.",
+)
+@click.option("--conversations-per-minute", type=POSITIVE_FLOAT, required=True, metavar="C",
+              help="new conversations per minute")
+@click.option("--steps", type=POSITIVE_INT, required=True, metavar="S", help="steps per conversation")
+@click.option("--step-seconds", type=POSITIVE_FLOAT, required=True, metavar="T", help="average seconds per step")
+@click.option("--region", default="us-east-1",
+              help="AWS region: sets the SendTaskSuccess refill rate (default us-east-1)")
+@click.option("--json", "as_json", is_flag=True, help="print machine-readable JSON")
+def command(conversations_per_minute: float, steps: int, step_seconds: float, region: str, as_json: bool) -> int:
+    try:
+        cap = capacity(conversations_per_minute, steps, step_seconds, region=region)
+    except InvalidInput as exc:  # the library names its argument; the learner typed the flag
+        raise InvalidInput("--" + exc.field.replace("_", "-"), exc.problem, hint=exc.hint) from None
+    if as_json:
         print(json.dumps(cap.to_json(), indent=2))
         return 0
-    console.print(capacity_table(cap))
+    stdout_console().print(capacity_table(cap))
     return 0
 
 

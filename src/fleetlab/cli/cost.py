@@ -2,28 +2,29 @@
 
 from __future__ import annotations
 
-import argparse
-from typing import Any
+import click
 
-from rich.console import Console
-
+from fleetlab.cli.output import stdout_console
 from fleetlab.composition import cost
 
 
-def add_command(subparsers: Any) -> None:
-    """Register ``cost`` on the ``fleetlab`` command's subparsers."""
-    parser = subparsers.add_parser(
-        "cost", help="estimate what a lab costs on real AWS (nothing is opened or made)",
-        description="Print the real-AWS cost estimate that FLEETLAB_BACKEND=aws shows before it makes anything.",
-    )
-    parser.add_argument("subjects", nargs="*", metavar="LAB",
-                        help="lab ids (00, 01, ...), demo or contract (default: every one counted)")
-    parser.set_defaults(run=run)
+def counted_subjects(ctx: click.Context, param: click.Parameter, subjects: tuple[str, ...]) -> tuple[str, ...]:
+    """``LAB...``: subjects whose calls were counted; BadParameter names the others and lists the counted ones."""
+    counted = list(cost.load_calls()["subjects"])
+    unknown = [subject for subject in subjects if subject not in counted]
+    if unknown:
+        raise click.BadParameter(f"no calls are counted for {', '.join(map(repr, unknown))}; "
+                                 f"choose from {', '.join(counted)}", ctx, param)
+    return subjects
 
 
-def run(args: argparse.Namespace, console: Console) -> int:
-    subjects = args.subjects or list(cost.load_calls()["subjects"])
-    for number, subject in enumerate(subjects):
+@click.command("cost", short_help="estimate what a lab costs on real AWS (nothing is opened or made)",
+               help="Print the real-AWS cost estimate that FLEETLAB_BACKEND=aws shows before it makes anything.")
+@click.argument("subjects", nargs=-1, metavar="[LAB]...", callback=counted_subjects,
+                help="lab ids (00, 01, ...), demo or contract (default: every one counted)")
+def command(subjects: tuple[str, ...]) -> int:
+    console = stdout_console()
+    for number, subject in enumerate(subjects or cost.load_calls()["subjects"]):
         if number:
             console.print()
         console.print(cost.estimate(subject).text(), markup=False, highlight=False)

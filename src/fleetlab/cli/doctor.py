@@ -2,43 +2,39 @@
 
 from __future__ import annotations
 
-import argparse
 import platform
-from typing import Any
 
-from rich.console import Console
+import click
 from rich.table import Table
 
 from fleetlab.backends.backend import open_backend
-from fleetlab.cli.options import add_backend_flag
+from fleetlab.cli.options import backend_option
+from fleetlab.cli.output import stdout_console
 from fleetlab.core.timescale import describe_scale
 from fleetlab.core.versions import package_version
 
 PACKAGES = ("fleetlab", "boto3", "moto", "time-machine", "aws-lambda-powertools", "jupyterlab", "nbclient", "nbval")
 
 
-def add_command(subparsers: Any) -> None:
-    doctor = subparsers.add_parser("doctor", help="show the backend, versions and the fidelity table")
-    add_backend_flag(doctor)
-    doctor.add_argument("--refresh", action="store_true", help="re-measure the fidelity table")
-    doctor.set_defaults(run=run)
-
-
-def run(args: argparse.Namespace, console: Console) -> int:
+@click.command("doctor", help="show the backend, versions and the fidelity table")
+@backend_option
+@click.option("--refresh", is_flag=True, help="re-measure the fidelity table")
+def command(backend: str | None, refresh: bool) -> int:
     from fleetlab.backends.fidelity import probe
 
-    backend = open_backend(args.backend)
+    console = stdout_console()
+    opened = open_backend(backend)
     try:
-        details = ", ".join(f"{key}: {value}" for key, value in backend.details.items())
-        console.print(f"[bold]backend[/]: {backend.name}  ({details})")
-        clock = "virtual" if backend.clock.virtual else describe_scale(backend.clock.scale)
+        details = ", ".join(f"{key}: {value}" for key, value in opened.details.items())
+        console.print(f"[bold]backend[/]: {opened.name}  ({details})")
+        clock = "virtual" if opened.clock.virtual else describe_scale(opened.clock.scale)
         console.print(f"[bold]clock[/]: {clock}; python {platform.python_version()}", soft_wrap=True)
         console.print(versions_table())
         with console.status("probing the backend's capabilities..."):
-            table = probe(backend, refresh=args.refresh)
+            table = probe(opened, refresh=refresh)
         console.print(table.to_rich())
     finally:
-        backend.close()
+        opened.close()
     return 0
 
 

@@ -2,28 +2,34 @@
 
 from __future__ import annotations
 
-import argparse
-
-from rich.console import Console
+import click
 from rich.table import Table
 
-
-def add_commands(subparsers: argparse._SubParsersAction) -> None:
-    """Register ``progress`` on ``subparsers``."""
-    shown = subparsers.add_parser("progress", help="show, per lab, which checks pass")
-    shown.add_argument("--lab", help="only this lab, e.g. 01")
-    shown.set_defaults(run=_progress)
+from fleetlab.cli.output import stdout_console
 
 
-def _progress(args: argparse.Namespace, console: Console) -> int:
+def shipped_lab(ctx: click.Context, param: click.Parameter, lab: str | None) -> str | None:
+    """``--lab``: one of the labs that ship checks; BadParameter lists them."""
+    from fleetlab.course.grading.registry import shipped_labs
+
+    labs = shipped_labs()
+    if lab is not None and lab not in labs:
+        raise click.BadParameter(f"no lab {lab!r} has checks; choose from {', '.join(labs)}", ctx, param)
+    return lab
+
+
+@click.command("progress", help="show, per lab, which checks pass")
+@click.option("--lab", callback=shipped_lab, help="only this lab, e.g. 01")
+def command(lab: str | None) -> int:
     from fleetlab.course.grading import progress
     from fleetlab.course.grading.display import SYMBOL
 
-    for lab in [args.lab] if args.lab else progress.labs():
-        table = Table(title=f"lab {lab}", title_justify="left")
+    console = stdout_console()
+    for shown in [lab] if lab else progress.labs():
+        table = Table(title=f"lab {shown}", title_justify="left")
         for column in ("", "check", "exercise", "status", "points", "last run"):
             table.add_column(column)
-        for row in progress.rows(lab):
+        for row in progress.rows(shown):
             mark = SYMBOL.get(row.status, "-")
             table.add_row(mark, row.id, row.title, row.label, row.score, row.at)
         console.print(table)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
+import click
 
 from fleetlab.backends.backend import BACKEND_NAMES
 
-
-def add_backend_flag(parser: argparse.ArgumentParser) -> None:
-    """``--backend NAME``: which backend to use (default ``$FLEETLAB_BACKEND`` or moto)."""
-    parser.add_argument("--backend", choices=BACKEND_NAMES, default=None,
-                        help="backend to use (default: $FLEETLAB_BACKEND or moto)")
+backend_option = click.option(
+    "--backend", type=click.Choice(BACKEND_NAMES), default=None,
+    help="backend to use (default: $FLEETLAB_BACKEND or moto)",
+)
+"""``--backend NAME``: which backend to use (default ``$FLEETLAB_BACKEND`` or moto); None when not given."""

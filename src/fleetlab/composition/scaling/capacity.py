@@ -11,7 +11,8 @@ The figures and quotas come from the course's source material (seed 000,
   idempotency write (a DynamoDB conditional put);
 * a step that closes a Step Functions callback calls SendTaskSuccess once;
   those calls draw on a token bucket refilling at 500/s in us-east-1,
-  us-west-2 and eu-west-1, 300/s elsewhere.
+  us-west-2 and eu-west-1, 300/s in every other region that has Step
+  Functions (a region botocore does not list is refused).
 
 The seeds give no prices, so cost is counted in calls; ``priced`` turns
 calls into money for prices the caller supplies, and ``daily_bill`` prices
@@ -21,6 +22,7 @@ reads them from the course's dated price list).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
@@ -73,7 +75,10 @@ class Capacity:
 
 
 def capacity(conversations_per_minute: float, steps: int, step_seconds: float, *, region: str = "us-east-1") -> Capacity:
-    """The arithmetic for ``conversations_per_minute`` of ``steps`` steps taking ``step_seconds`` each."""
+    """The arithmetic for ``conversations_per_minute`` of ``steps`` steps taking ``step_seconds`` each, in ``region``.
+
+    Raises InvalidInput naming a figure that is not positive, or a ``region`` that has no Step Functions.
+    """
     if conversations_per_minute <= 0:
         raise InvalidInput("conversations_per_minute", f"must be positive, got {conversations_per_minute}")
     if steps < 1:
@@ -84,7 +89,7 @@ def capacity(conversations_per_minute: float, steps: int, step_seconds: float, *
     per_second = per_minute / 60
     per_day = per_second * DAY
     in_flight = per_second * step_seconds
-    tier = "big-3" if region in BIG_THREE else "other"
+    tier = callback_tier(region)
     refill = CALLBACK_REFILL[tier]
     return Capacity(
         conversations_per_minute=conversations_per_minute,
@@ -107,6 +112,25 @@ def capacity(conversations_per_minute: float, steps: int, step_seconds: float, *
         callback_share=per_second / refill,
         calls_per_step=2 + 1 / PUT_EVENTS_ENTRIES + 1,
     )
+
+
+def callback_tier(region: str) -> str:
+    """The SendTaskSuccess quota tier of ``region``: ``big-3`` or ``other``.
+
+    Raises InvalidInput naming ``region`` and the regions known (Step Functions' commercial regions).
+    """
+    known = step_functions_regions()
+    if region not in known:
+        raise InvalidInput("region", f"unknown AWS region {region!r}", hint=f"choose from {', '.join(known)}")
+    return "big-3" if region in BIG_THREE else "other"
+
+
+@functools.cache
+def step_functions_regions() -> tuple[str, ...]:
+    """The commercial AWS regions that have Step Functions, from the endpoint data botocore ships (no request)."""
+    import boto3
+
+    return tuple(boto3.session.Session().get_available_regions("stepfunctions"))
 
 
 def priced(calls: Mapping[str, float], prices: Mapping[str, float]) -> float:
