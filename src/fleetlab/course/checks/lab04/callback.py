@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,183 +19,15 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from fleetlab.core.errors import StepFailed
 from fleetlab.course.checks.lab04.common import HEARTBEAT_ERRORS
 from fleetlab.course.experiments.callbacks import Behaviour, CallbackBench, CallbackRun, Plan, answers, fails
 from fleetlab.course.grading.registry import Case, CaseOutcome, register
-from fleetlab_instructor.checks import RightAnswer, WrongAnswer  # MIGRATION: the catalogues move to the instructor's side
-from fleetlab.services.stepfunctions import callbacks, machines
-from fleetlab.services.stepfunctions.worker import DEAD_TOKEN_ERRORS, Call, answer_task
+from fleetlab.services.stepfunctions import machines
+from fleetlab.services.stepfunctions.worker import DEAD_TOKEN_ERRORS, Call
 
 MAX_GAP_SHARE = 0.8  # of HeartbeatSeconds: a beat later than this races the timer
 ANSWERS = ("SendTaskSuccess", "SendTaskFailure")
 STEP_OUTPUT = {"summary": "three sources agree", "tokens": 812}
-DEAD = tuple(sorted(DEAD_TOKEN_ERRORS))
-
-
-# learners' answers: right ones, then wrong ones
-
-def _answer(sfn, token, output, failure):
-    if failure is None:
-        sfn.send_task_success(taskToken=token, output=json.dumps(output))
-    else:
-        sfn.send_task_failure(taskToken=token, error=failure.error, cause=failure.cause)
-
-
-def _run(work):
-    try:
-        return work(), None
-    except StepFailed as failed:
-        return None, failed
-
-
-def with_exception_classes(sfn, token, work, heartbeat_seconds, clock):
-    """Right: catches boto3's modelled exceptions instead of reading the error code."""
-    with clock.every(heartbeat_seconds / 4, lambda: _beat_quietly(sfn, token)):
-        output, failure = _run(work)
-    try:
-        _answer(sfn, token, output, failure)
-    except (sfn.exceptions.TaskTimedOut, sfn.exceptions.InvalidToken, sfn.exceptions.TaskDoesNotExist):
-        return "dropped"
-    return "answered"
-
-
-def with_own_thread(sfn, token, work, heartbeat_seconds, clock):
-    """Right: a plain thread and an Event for the heartbeat, beating every half window."""
-    stop = threading.Event()
-
-    def beat():
-        while not stop.wait(heartbeat_seconds / 2):
-            _beat_quietly(sfn, token)
-
-    beater = threading.Thread(target=beat, daemon=True)
-    beater.start()
-    try:
-        output, failure = _run(work)
-    finally:
-        stop.set()
-        beater.join()
-    try:
-        _answer(sfn, token, output, failure)
-    except ClientError as refused:
-        if refused.response["Error"]["Code"] not in DEAD:
-            raise
-
-
-def with_library_helpers(sfn, token, work, heartbeat_seconds, clock):
-    """Right: fleetlab's callback helpers, which return a result instead of raising."""
-    with clock.every(heartbeat_seconds / 3, lambda: callbacks.send_heartbeat(sfn, token)):
-        output, failure = _run(work)
-    if failure is None:
-        result = callbacks.send_success(sfn, token, output)
-    else:
-        result = callbacks.send_failure(sfn, token, failure.error, failure.cause)
-    return result.accepted
-
-
-def _beat_quietly(sfn, token):
-    try:
-        sfn.send_task_heartbeat(taskToken=token)
-    except ClientError:
-        pass
-
-
-def never_beats(sfn, token, work, heartbeat_seconds, clock):
-    output, failure = _run(work)
-    try:
-        _answer(sfn, token, output, failure)
-    except ClientError:
-        pass
-
-
-def beats_every_window(sfn, token, work, heartbeat_seconds, clock):
-    with clock.every(heartbeat_seconds, lambda: _beat_quietly(sfn, token)):
-        output, failure = _run(work)
-    try:
-        _answer(sfn, token, output, failure)
-    except ClientError:
-        pass
-
-
-def retries_until_accepted(sfn, token, work, heartbeat_seconds, clock):
-    with clock.every(heartbeat_seconds / 3, lambda: _beat_quietly(sfn, token)):
-        output, failure = _run(work)
-    for _ in range(5):
-        try:
-            _answer(sfn, token, output, failure)
-            return
-        except ClientError:
-            clock.sleep(0.1)
-
-
-def lets_refusals_escape(sfn, token, work, heartbeat_seconds, clock):
-    with clock.every(heartbeat_seconds / 3, lambda: _beat_quietly(sfn, token)):
-        output, failure = _run(work)
-    _answer(sfn, token, output, failure)
-
-
-def generic_error_name(sfn, token, work, heartbeat_seconds, clock):
-    with clock.every(heartbeat_seconds / 3, lambda: _beat_quietly(sfn, token)):
-        try:
-            output = work()
-        except StepFailed as failed:
-            _quietly(sfn.send_task_failure, taskToken=token, error="Error", cause=str(failed))
-            return
-    _quietly(sfn.send_task_success, taskToken=token, output=json.dumps(output))
-
-
-def failure_as_success(sfn, token, work, heartbeat_seconds, clock):
-    with clock.every(heartbeat_seconds / 3, lambda: _beat_quietly(sfn, token)):
-        try:
-            output = work()
-        except StepFailed as failed:
-            output = {"error": failed.error}
-    _quietly(sfn.send_task_success, taskToken=token, output=json.dumps(output))
-
-
-def output_as_text(sfn, token, work, heartbeat_seconds, clock):
-    with clock.every(heartbeat_seconds / 3, lambda: _beat_quietly(sfn, token)):
-        output, failure = _run(work)
-    if failure is None:
-        _quietly(sfn.send_task_success, taskToken=token, output=json.dumps(str(output)))
-    else:
-        _quietly(sfn.send_task_failure, taskToken=token, error=failure.error, cause=failure.cause)
-
-
-def heartbeat_outlives_the_step(sfn, token, work, heartbeat_seconds, clock):
-    finished = []
-
-    def beat_for_a_while():  # never told to stop; it gives up on its own a second after the step
-        while not finished or time.monotonic() < finished[0] + 1:
-            try:
-                sfn.send_task_heartbeat(taskToken=token)
-            except Exception:  # in-process moto can raise its own AttributeError while another execution starts
-                pass
-            time.sleep(heartbeat_seconds / 3)
-
-    threading.Thread(target=beat_for_a_while, daemon=True).start()
-    output, failure = _run(work)
-    finished.append(time.monotonic())
-    try:
-        _answer(sfn, token, output, failure)
-    except ClientError:
-        pass
-
-
-def hard_coded_error_name(sfn, token, work, heartbeat_seconds, clock):
-    with clock.every(heartbeat_seconds / 3, lambda: _beat_quietly(sfn, token)):
-        output, failure = _run(work)
-    if failure is None:
-        _quietly(sfn.send_task_success, taskToken=token, output=json.dumps(output))
-    else:
-        _quietly(sfn.send_task_failure, taskToken=token, error="AgentFailed", cause=failure.cause)
-
-
-def _quietly(call, **kwargs):
-    try:
-        call(**kwargs)
-    except ClientError:
-        pass
 
 
 @dataclass(frozen=True)
@@ -284,24 +115,6 @@ def _run_steps(answer: Any, case: Steps, ctx: Any) -> tuple[dict[str, CallbackRu
 
 CALLBACK_SIGNATURE = "complete_task(sfn, token, work, heartbeat_seconds, clock)"
 
-CALLBACK_RIGHT = (
-    RightAnswer("boto3's modelled exceptions", with_exception_classes),
-    RightAnswer("a thread and an Event for the heartbeat", with_own_thread),
-    RightAnswer("fleetlab's callback helpers", with_library_helpers),
-)
-
-CALLBACK_WRONG = (
-    WrongAnswer("never beats", never_beats, "no SendTaskHeartbeat came"),
-    WrongAnswer("beats once per HeartbeatSeconds", beats_every_window, "gaps of up to"),
-    WrongAnswer("retries a refused answer", retries_until_accepted, "answers on one token"),
-    WrongAnswer("lets a dead token's refusal escape", lets_refusals_escape, "let the error escape"),
-    WrongAnswer("fails every step as 'Error'", generic_error_name, "never matched"),
-    WrongAnswer("reports a failure as a success", failure_as_success, "but your worker sent SendTaskSuccess"),
-    WrongAnswer("sends the output as text", output_as_text, "not the step's output"),
-    WrongAnswer("a heartbeat that outlives its step", heartbeat_outlives_the_step, "kept beating"),
-    WrongAnswer("a hard-coded error name", hard_coded_error_name, "never matched", public=False),
-)
-
 
 @register(
     "04.callback",
@@ -314,15 +127,7 @@ CALLBACK_WRONG = (
                       Step("long step", answers(STEP_OUTPUT, after=1.4), 5, 1),
                       Step("late step", answers(STEP_OUTPUT, after=2.2), 2, 1, late=True),
                   ))],
-    hidden=[Steps("a failure named ToolTimeout, a 3 s step under HeartbeatSeconds 2, a failure after "
-                  "TimeoutSeconds 2", (
-                      Step("failure", fails("ToolTimeout", "search took too long", after=0.1), 5, 1),
-                      Step("long step", answers(STEP_OUTPUT, after=3.0), 6, 2),
-                      Step("late failure", fails("AgentFailed", "gave up", after=2.2), 2, 1, late=True),
-                  ))],
-    reference=answer_task,
-    right_answers=CALLBACK_RIGHT,
-    wrong_answers=CALLBACK_WRONG,
+    hidden_cases=1,
     function="complete_task",
     timeout=20,
 )

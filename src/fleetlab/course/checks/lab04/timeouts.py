@@ -14,99 +14,11 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-import numpy
-
 from fleetlab.core.errors import AslError, InvalidInput
 from fleetlab.course.experiments.callbacks import CallbackBench, Plan, calls, model_call_steps, percentile
 from fleetlab.course.grading.registry import Case, CaseOutcome, register
-from fleetlab_instructor.checks import RightAnswer, WrongAnswer  # MIGRATION: the catalogues move to the instructor's side
 from fleetlab.course.grading.values import seconds
 from fleetlab.services.stepfunctions import machines
-
-# learners' answers: the reference, right ones, then wrong ones
-
-def _p(values, share):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, math.ceil(share * len(ordered)) - 1)]
-
-
-def choose_timeouts(steps):
-    """The reference: TimeoutSeconds covers the p95 step, HeartbeatSeconds the p99 call, each with a 1.5x margin."""
-    totals = [sum(step) for step in steps]
-    single_calls = [call for step in steps for call in step]
-    heartbeat = math.ceil(_p(single_calls, 0.99) * 1.5)
-    timeout = max(math.ceil(_p(totals, 0.95) * 1.5), heartbeat + 1)
-    return {"TimeoutSeconds": timeout, "HeartbeatSeconds": heartbeat}
-
-
-def timeouts_as_tuple(steps):
-    """Right: a (timeout, heartbeat) pair, margins of 2x on p95 step and 1.3x on the longest call seen."""
-    totals = [sum(step) for step in steps]
-    longest_call = max(call for step in steps for call in step)
-    heartbeat = math.ceil(longest_call * 1.3)
-    return max(math.ceil(_p(totals, 0.95) * 2), heartbeat + 1), heartbeat
-
-
-def timeouts_in_snake_case(steps):
-    """Right: snake_case keys, the p99 step and twice the p99 call."""
-    totals = [sum(step) for step in steps]
-    single_calls = [call for step in steps for call in step]
-    heartbeat = math.ceil(2 * _p(single_calls, 0.99))
-    return {"timeout_seconds": max(math.ceil(_p(totals, 0.99) * 1.2), heartbeat + 1), "heartbeat_seconds": heartbeat}
-
-
-def timeouts_as_numpy(steps):
-    """Right: numpy's percentiles and numpy integers, as a data scientist would write it."""
-    totals = numpy.array([sum(step) for step in steps])
-    single_calls = numpy.array([call for step in steps for call in step])
-    heartbeat = numpy.int64(numpy.ceil(numpy.percentile(single_calls, 99) * 1.5))
-    return {"TimeoutSeconds": max(numpy.int64(numpy.ceil(numpy.percentile(totals, 95) * 1.5)), heartbeat + 1),
-            "HeartbeatSeconds": heartbeat}
-
-
-def timeouts_as_whole_floats(steps):
-    """Right: whole numbers held in floats (630.0), the way round() in some languages returns them."""
-    reference = choose_timeouts(steps)
-    return {key: float(value) for key, value in reference.items()}
-
-
-def no_timeout(steps):
-    return {"TimeoutSeconds": None, "HeartbeatSeconds": choose_timeouts(steps)["HeartbeatSeconds"]}
-
-
-def no_heartbeat(steps):
-    return {"TimeoutSeconds": choose_timeouts(steps)["TimeoutSeconds"], "HeartbeatSeconds": None}
-
-
-def timeout_from_median_step(steps):
-    reference = choose_timeouts(steps)
-    median = math.ceil(_p([sum(step) for step in steps], 0.5))
-    return {"TimeoutSeconds": max(median, reference["HeartbeatSeconds"] + 1), "HeartbeatSeconds": reference["HeartbeatSeconds"]}
-
-
-def heartbeat_from_median_call(steps):
-    median = math.ceil(_p([call for step in steps for call in step], 0.5))
-    return {"TimeoutSeconds": choose_timeouts(steps)["TimeoutSeconds"], "HeartbeatSeconds": median}
-
-
-def heartbeat_as_long_as_timeout(steps):
-    timeout = choose_timeouts(steps)["TimeoutSeconds"]
-    return {"TimeoutSeconds": timeout, "HeartbeatSeconds": timeout}
-
-
-def a_day_and_half_a_day(steps):
-    return {"TimeoutSeconds": 86_400, "HeartbeatSeconds": 43_200}
-
-
-def fractional_seconds(steps):
-    totals = [sum(step) for step in steps]
-    single_calls = [call for step in steps for call in step]
-    return {"TimeoutSeconds": _p(totals, 0.95) * 1.5 + 0.5, "HeartbeatSeconds": _p(single_calls, 0.99) * 1.5 + 0.5}
-
-
-def numbers_as_text(steps):
-    return {key: str(value) for key, value in choose_timeouts(steps).items()}
-
 
 MEASURED_STEPS = 200
 MAX_KILLED_SHARE = 0.05
@@ -146,27 +58,6 @@ def _as_timers(value: Any) -> tuple[Any, Any, str]:
                         '{"TimeoutSeconds": ..., "HeartbeatSeconds": ...} (whole seconds)')
 
 
-TIMEOUTS_RIGHT = (
-    RightAnswer("a (timeout, heartbeat) pair, 2x the p95 step, 1.3x the longest call", timeouts_as_tuple),
-    RightAnswer("snake_case keys, the p99 step and twice the p99 call", timeouts_in_snake_case),
-    RightAnswer("numpy percentiles and numpy integers", timeouts_as_numpy),
-    RightAnswer("whole numbers as floats", timeouts_as_whole_floats),
-)
-
-TIMEOUTS_WRONG = (
-    WrongAnswer("no TimeoutSeconds", no_timeout, "without TimeoutSeconds"),
-    WrongAnswer("no HeartbeatSeconds", no_heartbeat, "no HeartbeatSeconds"),
-    WrongAnswer("TimeoutSeconds from the median step", timeout_from_median_step, "longer than TimeoutSeconds"),
-    WrongAnswer("HeartbeatSeconds from the median call", heartbeat_from_median_call,
-                "longer than HeartbeatSeconds"),
-    WrongAnswer("HeartbeatSeconds as long as TimeoutSeconds", heartbeat_as_long_as_timeout,
-                "must be smaller than TimeoutSeconds"),
-    WrongAnswer("a day, and half a day", a_day_and_half_a_day, "noticed only after"),
-    WrongAnswer("fractions of a second", fractional_seconds, "whole number"),
-    WrongAnswer("numbers as text", numbers_as_text, "a str"),
-)
-
-
 @register(
     "04.timeouts",
     title="TimeoutSeconds and HeartbeatSeconds for a step-time profile",
@@ -174,11 +65,7 @@ TIMEOUTS_WRONG = (
     public=[Profile("researcher steps: 3 to 6 model calls, each p50 40 s, p95 150 s", (3, 6), 40, 150),
             Profile("lab-scale tool steps, run for real: 2 to 4 calls, each p50 0.2 s, p95 0.4 s",
                     (2, 4), 0.2, 0.4, real=True)],
-    hidden=[Profile("long research: 2 to 4 calls, each p50 200 s, p95 600 s", (2, 4), 200, 600),
-            Profile("many short tool calls: 8 to 15 calls, each p50 5 s, p95 20 s", (8, 15), 5, 20)],
-    reference=choose_timeouts,
-    right_answers=TIMEOUTS_RIGHT,
-    wrong_answers=TIMEOUTS_WRONG,
+    hidden_cases=2,
     function="choose_timeouts",
     timeout=15,
 )

@@ -1,0 +1,1 @@
+"""Lab 04: the instructor's side of its checks."""

@@ -1,0 +1,73 @@
+"""``04.catch``: the hidden outages, the reference block and both catalogues.
+
+The hidden cases play a worker that never beats and a worker that beats but
+outlives TimeoutSeconds, so a block fitted to the public outage alone does
+not pass.
+"""
+
+from __future__ import annotations
+
+import json
+
+from fleetlab.course.checks.lab04.catch import Outage
+from fleetlab.course.experiments.callbacks import answers, dies
+from fleetlab_instructor.checks import InstructorSide, RightAnswer, WrongAnswer
+
+HIDDEN = (
+    Outage("every worker dies holding the token (no heartbeat)", 3, 1, (dies(),)),
+    Outage("a worker that beats but never finishes under TimeoutSeconds 2; the retry's worker dies", 2, 1,
+           (answers(after=2.5), dies())),
+)
+
+REFERENCE = """{
+  "Retry": [{"ErrorEquals": ["States.HeartbeatTimeout", "States.Timeout"],
+             "IntervalSeconds": 1, "MaxAttempts": 1, "BackoffRate": 2.0}],
+  "Catch": [{"ErrorEquals": ["States.HeartbeatTimeout", "States.Timeout"],
+             "ResultPath": "$.error", "Next": "Recover"}]
+}"""
+
+CATCH_ONLY = {"Catch": [{"ErrorEquals": ["States.Timeout", "States.HeartbeatTimeout"], "Next": "Recover"}]}
+CATCH_ALL = '{"Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "Recover"}]}'
+ONE_CATCHER_PER_NAME = {"Catch": [{"ErrorEquals": ["States.HeartbeatTimeout"], "Next": "Recover"},
+                                  {"ErrorEquals": ["States.Timeout"], "Next": "Recover"}]}
+WHOLE_TASK_STATE = json.dumps({
+    "Type": "Task", "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken",
+    "HeartbeatSeconds": 1, "TimeoutSeconds": 3,
+    "Catch": [{"ErrorEquals": ["States.HeartbeatTimeout", "States.Timeout"], "Next": "Recover"}],
+})
+
+ONLY_HEARTBEAT_NAME = {"Catch": [{"ErrorEquals": ["States.HeartbeatTimeout"], "Next": "Recover"}]}
+ONLY_TIMEOUT_NAME = {"Catch": [{"ErrorEquals": ["States.Timeout"], "Next": "Recover"}]}
+RETRY_WITHOUT_CATCH = {"Retry": [{"ErrorEquals": ["States.HeartbeatTimeout", "States.Timeout"], "MaxAttempts": 1,
+                                  "IntervalSeconds": 1}]}
+TASK_FAILED_WILDCARD = {"Catch": [{"ErrorEquals": ["States.TaskFailed"], "Next": "Recover"}]}
+MISNAMED_TARGET = {"Catch": [{"ErrorEquals": ["States.HeartbeatTimeout", "States.Timeout"], "Next": "Recovery"}]}
+ERROR_NAME_AS_TEXT = '{"Catch": [{"ErrorEquals": "States.Timeout", "Next": "Recover"}]}'
+SLOW_RETRIES = {"Retry": [{"ErrorEquals": ["States.HeartbeatTimeout", "States.Timeout"], "IntervalSeconds": 30,
+                           "MaxAttempts": 3, "BackoffRate": 2.0}],
+                "Catch": [{"ErrorEquals": ["States.HeartbeatTimeout", "States.Timeout"], "Next": "Recover"}]}
+ALL_BESIDE_OTHERS = {"Catch": [{"ErrorEquals": ["States.ALL", "States.Timeout"], "Next": "Recover"}]}
+NOT_JSON = "{'Catch': [{'ErrorEquals': ['States.Timeout'], 'Next': 'Recover'}]}"
+
+RIGHT_ANSWERS = (
+    RightAnswer("a Catch on both names, no Retry", CATCH_ONLY),
+    RightAnswer("States.ALL as the only catcher", CATCH_ALL),
+    RightAnswer("one catcher per name", ONE_CATCHER_PER_NAME),
+    RightAnswer("a whole Task state pasted in", WHOLE_TASK_STATE),
+    RightAnswer("the reference as a dict, not JSON text", json.loads(REFERENCE)),
+)
+
+WRONG_ANSWERS = (
+    WrongAnswer("catches only States.HeartbeatTimeout", ONLY_HEARTBEAT_NAME, "States.Timeout"),
+    WrongAnswer("catches only States.Timeout", ONLY_TIMEOUT_NAME, "States.HeartbeatTimeout"),
+    WrongAnswer("retries but never catches", RETRY_WITHOUT_CATCH, "no Catch"),
+    WrongAnswer("States.TaskFailed as a wildcard", TASK_FAILED_WILDCARD, "States.Timeout"),
+    WrongAnswer("routes to a state that does not exist", MISNAMED_TARGET, "not a state"),
+    WrongAnswer("ErrorEquals as a string", ERROR_NAME_AS_TEXT, "must be a non-empty list"),
+    WrongAnswer("retries for minutes", SLOW_RETRIES, "keeps the execution waiting"),
+    WrongAnswer("States.ALL beside another name", ALL_BESIDE_OTHERS, "must appear alone"),
+    WrongAnswer("Python, not JSON", NOT_JSON, "not valid JSON"),
+)
+
+SIDE = InstructorSide("04.catch", hidden=HIDDEN, reference=REFERENCE,
+                      right_answers=RIGHT_ANSWERS, wrong_answers=WRONG_ANSWERS)
