@@ -49,7 +49,7 @@ def test_check_refuses_an_answer_function_from_the_instructors_package_and_says_
     taken = planes.RIGHT_ANSWERS[0].answer  # a function defined in the instructor's package
     result = check("00.planes", taken)
     assert (result.status, result.cases) == (Status.FAIL, [])
-    assert "fleetlab_instructor.checks.lab00.planes" in result.diagnosis
+    assert "fleetlab_instructor.checks.lab00.planes.<lambda>, from the instructor's package" in result.diagnosis
     assert "scores nothing; write it yourself" in result.diagnosis
 
 
@@ -64,3 +64,15 @@ def test_a_learners_own_function_passes_as_before():
     namespace = {"planes": dict(OWN_ANSWER)}
     exec("def mine():\n    return dict(planes)", namespace)
     assert check("00.planes", namespace["mine"]).status == Status.PUBLIC_PASS
+
+
+def test_check_refuses_the_librarys_own_callback_worker_as_the_answer_to_04_callback():
+    from fleetlab.services.stepfunctions.worker import answer_task
+
+    namespace = {"answer_task": answer_task}
+    exec("def respond(sfn, token, work, heartbeat_seconds, clock):\n"
+         "    return answer_task(sfn, token, work, heartbeat_seconds, clock)", namespace)
+    for taken in (answer_task, namespace["respond"]):
+        result = check("04.callback", taken)
+        assert result.status == Status.FAIL, result.diagnosis
+        assert "answer_task, the library's own answer to 04.callback" in result.diagnosis

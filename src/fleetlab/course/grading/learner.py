@@ -121,26 +121,33 @@ def _is_library(filename: str, library: tuple[str, ...]) -> bool:
 
 INSTRUCTOR_PACKAGE = "fleetlab_instructor"
 """The instructor's side of the course: no answer may come from it."""
+ANSWERS_ATTRIBUTE = "__fleetlab_answers__"
+"""Set on a library function that is itself the answer an exercise asks for: the check ids it answers."""
 
 
-def borrowed_from_instructor(answer: Any, depth: int = 3) -> str | None:
-    """The name of what ``answer`` takes from the instructor's package, or None when it is the learner's own.
+def borrowed_answer(answer: Any, check_id: str, depth: int = 3) -> str | None:
+    """The name of what ``answer`` takes that it must not, or None when it is the learner's own.
 
-    Looks at the answer itself (a function, class or module), the items of a
-    dict, list or tuple answer, and the globals and closure a function
-    answer reaches by name, ``depth`` levels down.
+    Taken is anything from the instructor's package, and any library function
+    marked (``ANSWERS_ATTRIBUTE``) as the answer to ``check_id``. Looks at the
+    answer itself (a function, class or module), the items of a dict, list or
+    tuple answer, and the globals and closure a function answer reaches by
+    name, ``depth`` levels down.
     """
     module = answer.__name__ if inspect.ismodule(answer) else getattr(answer, "__module__", None)
+    name = f"{module}.{getattr(answer, '__qualname__', '')}".rstrip(".")
     if isinstance(module, str) and _in_instructor(module):
-        return f"{module}.{getattr(answer, '__qualname__', '')}".rstrip(".")
+        return f"{name}, from the instructor's package"
+    if check_id in _answers_of(answer):
+        return f"{name}, the library's own answer to {check_id}"
     if not depth:
         return None
     if isinstance(answer, dict):
-        return _first_borrowed(answer.values(), depth - 1)
+        return _first_borrowed(answer.values(), check_id, depth - 1)
     if isinstance(answer, (list, tuple)):
-        return _first_borrowed(answer, depth - 1)
+        return _first_borrowed(answer, check_id, depth - 1)
     if inspect.isfunction(answer):
-        return _first_borrowed(_reached_by(answer), depth - 1)
+        return _first_borrowed(_reached_by(answer), check_id, depth - 1)
     return None
 
 
@@ -169,8 +176,16 @@ def _in_instructor(module: str) -> bool:
     return module == INSTRUCTOR_PACKAGE or module.startswith(INSTRUCTOR_PACKAGE + ".")
 
 
-def _first_borrowed(values: Iterable[Any], depth: int) -> str | None:
-    return next((found for value in values if (found := borrowed_from_instructor(value, depth))), None)
+def _answers_of(value: Any) -> tuple[str, ...]:
+    try:
+        marked = getattr(value, ANSWERS_ATTRIBUTE, ())
+    except Exception:  # an object whose attribute lookup itself fails is no marked function
+        return ()
+    return marked if isinstance(marked, tuple) else ()
+
+
+def _first_borrowed(values: Iterable[Any], check_id: str, depth: int) -> str | None:
+    return next((found for value in values if (found := borrowed_answer(value, check_id, depth))), None)
 
 
 def _reached_by(function: Any) -> list[Any]:

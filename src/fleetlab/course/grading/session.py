@@ -77,11 +77,11 @@ def grade_session(nonce: str, hidden: str) -> dict[str, Any]:
 
 
 def _judge(check: registry.Check, answer: Any, **run: Any) -> CheckResult:
-    """``run_check``, unless the answer comes from the instructor's package: then it scores nothing, and says why."""
-    if borrowed := learner.borrowed_from_instructor(answer):
-        return refused(check, f"this answer uses {borrowed}, from the instructor's package: a check grades your "
-                              "own answer, so it scores nothing; write it yourself",
-                       graded=run.get("include_hidden", False))
+    """``run_check``, unless the answer is taken from the instructor's package or is the library's own
+    answer to the exercise: then it scores nothing, and says why."""
+    if borrowed := learner.borrowed_answer(answer, check.id):
+        return refused(check, f"this answer uses {borrowed}: a check grades your own answer, so it scores "
+                              "nothing; write it yourself", graded=run.get("include_hidden", False))
     return run_check(check, answer, **run)
 
 

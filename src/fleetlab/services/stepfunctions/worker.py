@@ -153,6 +153,9 @@ def answer_task(sfn: Any, token: str, work: Callable[[], Any], heartbeat_seconds
         raise CallbackRefused(f"Step Functions refused the answer with {code}; the message stays for another try") from exc
 
 
+answer_task.__fleetlab_answers__ = ("04.callback",)  # the exercise asks the learner to write it: a check refuses it
+
+
 def _quietly(call: Callable[..., Any], **kwargs: Any) -> None:
     """A heartbeat: a refusal (the token died meanwhile) is logged by the recorder, not raised."""
     with contextlib.suppress(ClientError):
