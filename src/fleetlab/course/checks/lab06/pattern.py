@@ -8,7 +8,6 @@ webhook got every original completed step and nothing else.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -16,11 +15,10 @@ from typing import Any
 from botocore.exceptions import ClientError, ParamValidationError
 
 from fleetlab.core.errors import InvalidInput
-from fleetlab.course.experiments.replay import BILLING_WEBHOOK, COMPLETED_STEPS, ReplayBench
+from fleetlab.course.experiments.replay import BILLING_WEBHOOK, ReplayBench
 from fleetlab.course.grading.registry import Case, CaseOutcome, register
-from fleetlab_instructor.checks import RightAnswer, WrongAnswer  # MIGRATION: the catalogues move to the instructor's side
 from fleetlab.services.events import replay as replays
-from fleetlab.services.events.envelope import COMPLETED, REQUESTED, SOURCE
+from fleetlab.services.events.envelope import COMPLETED, REQUESTED
 
 
 @dataclass(frozen=True)
@@ -139,41 +137,12 @@ def _judge_traffic(bench: ReplayBench, pattern: dict[str, Any], case: Traffic) -
     return CaseOutcome(True, f"{len(originals)} original steps charged once each, {case.replays} replay(s) kept out")
 
 
-REFERENCE_PATTERN = {"source": [SOURCE], "detail-type": [COMPLETED], "replay-name": [{"exists": False}]}
-
-
 @register(
     "06.pattern",
     title="A rule pattern that keeps replays from the billing webhook",
     points=2,
     public=[Traffic("researcher steps completed, then replayed", (("researcher", 3),), requested=2, replays=1)],
-    hidden=[Traffic("researcher and coder steps, replayed twice", (("researcher", 2), ("coder", 2)),
-                    requested=1, replays=2)],
-    reference=REFERENCE_PATTERN,
-    right_answers=(
-        RightAnswer("the same pattern as JSON text", json.dumps(REFERENCE_PATTERN)),
-        RightAnswer("no source, only the detail-type", {"detail-type": [COMPLETED], "replay-name": [{"exists": False}]}),
-        RightAnswer("a prefix on the source", {"source": [{"prefix": "fleet."}], "detail-type": [COMPLETED],
-                                               "replay-name": [{"exists": False}]}),
-        RightAnswer("a prefix on the detail-type", {"detail-type": [{"prefix": "agent.step.completed"}],
-                                                    "replay-name": [{"exists": False}], "source": [SOURCE]}),
-        RightAnswer("the library's excluding_replays", replays.excluding_replays(COMPLETED_STEPS)),
-    ),
-    wrong_answers=(
-        WrongAnswer("matches replays too", {"source": [SOURCE], "detail-type": [COMPLETED]}, "the replay reached"),
-        WrongAnswer("matches only replays", {**COMPLETED_STEPS, "replay-name": [{"exists": True}]}, "opposite"),
-        WrongAnswer("replay-name inside detail",
-                    {**COMPLETED_STEPS, "detail": {"replay-name": [{"exists": False}]}}, "top-level"),
-        WrongAnswer("exists as a string", {**COMPLETED_STEPS, "replay-name": [{"exists": "false"}]}, "not a string"),
-        WrongAnswer("a number where prefix takes text", {**REFERENCE_PATTERN, "source": [{"prefix": 3}]},
-                    "take text"),
-        WrongAnswer("no detail-type", {"source": [SOURCE], "replay-name": [{"exists": False}]}, REQUESTED),
-        WrongAnswer("values not in lists", {"source": SOURCE, "detail-type": COMPLETED,
-                                            "replay-name": [{"exists": False}]}, "sits in a list"),
-        WrongAnswer("researcher steps only", {**REFERENCE_PATTERN, "detail": {"agent_class": ["researcher"]}},
-                    "coder-1", public=False),
-        WrongAnswer("not JSON", "{'source': ['fleet.coordinator']}", "JSON"),
-    ),
+    hidden_cases=1,
     timeout=20,
 )
 def check_pattern(answer: Any, case: Traffic, ctx: Any) -> CaseOutcome:
