@@ -4,8 +4,12 @@ by name, and a pattern the backend takes but AWS refuses is judged as AWS would.
 
 import pytest
 
+from fleetlab.core.errors import InvalidInput
+from fleetlab.course.checks.lab06.targets import Scenario
+from fleetlab.course.experiments.replay import BILLING_WEBHOOK
 from fleetlab.course.grading import get_check, run_check
 from fleetlab.course.grading.results import Status
+from fleetlab_instructor.checks import full_check, side_of
 
 
 def stub_targets(target, replay_age): ...
@@ -23,11 +27,11 @@ def test_an_unfinished_exercise_says_not_yet(check_id, answer):
 
 def window_that_forgets_there_may_be_no_archive(facts):
     facts["archive"]["RetentionDays"]  # a learner who reads the archive before checking it exists
-    return get_check("06.window").reference(facts)
+    return side_of("06.window").reference(facts)
 
 
 def test_a_learners_own_error_is_reported_as_theirs_by_the_hidden_case_that_triggers_it():
-    check = get_check("06.window")
+    check = full_check("06.window")
     assert run_check(check, window_that_forgets_there_may_be_no_archive).status == Status.PUBLIC_PASS
     graded = run_check(check, window_that_forgets_there_may_be_no_archive, include_hidden=True)
     assert graded.status == Status.FAIL and 0 < graded.points < check.points
@@ -50,3 +54,15 @@ def test_a_pattern_this_backend_takes_but_aws_refuses_fails_in_aws_words():
     result = run_check(get_check("06.pattern"), {"source": ["fleet.coordinator"], "replay-name": [{"exists": 0}]})
     assert result.status == Status.FAIL
     assert "AWS refuses this pattern" in result.diagnosis and "either true or false" in result.diagnosis
+
+
+def test_every_target_scenario_makes_exactly_the_targets_that_may_take_a_replay_miss_steps():
+    check, may_receive = full_check("06.targets"), side_of("06.targets").reference
+    for case in (*check.public, *check.hidden):
+        allowed = [target.name for target in case.targets if may_receive(target, case.replay_age)]
+        assert list(case.must_receive) == allowed, case.name
+
+
+def test_a_scenario_that_names_a_stranger_as_a_target_that_must_receive_is_refused_by_field():
+    with pytest.raises(InvalidInput, match="must_receive"):
+        Scenario("a typo", (BILLING_WEBHOOK,), must_receive=("billing-webhok",))

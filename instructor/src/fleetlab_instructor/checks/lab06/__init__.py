@@ -1,0 +1,1 @@
+"""Lab 06: the instructor's side of its checks."""

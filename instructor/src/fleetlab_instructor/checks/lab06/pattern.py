@@ -1,0 +1,49 @@
+"""``06.pattern``: the hidden traffic, the reference pattern and both catalogues.
+
+The hidden case adds coder steps and a second replay, so a pattern that
+matches only the public case's agent class does not pass.
+"""
+
+from __future__ import annotations
+
+import json
+
+from fleetlab.course.checks.lab06.pattern import Traffic
+from fleetlab.course.experiments.replay import COMPLETED_STEPS
+from fleetlab.services.events import replay as replays
+from fleetlab.services.events.envelope import COMPLETED, REQUESTED, SOURCE
+from fleetlab_instructor.checks import InstructorSide, RightAnswer, WrongAnswer
+
+HIDDEN = (
+    Traffic("researcher and coder steps, replayed twice", (("researcher", 2), ("coder", 2)), requested=1, replays=2),
+)
+
+REFERENCE_PATTERN = {"source": [SOURCE], "detail-type": [COMPLETED], "replay-name": [{"exists": False}]}
+
+RIGHT_ANSWERS = (
+    RightAnswer("the same pattern as JSON text", json.dumps(REFERENCE_PATTERN)),
+    RightAnswer("no source, only the detail-type", {"detail-type": [COMPLETED], "replay-name": [{"exists": False}]}),
+    RightAnswer("a prefix on the source", {"source": [{"prefix": "fleet."}], "detail-type": [COMPLETED],
+                                           "replay-name": [{"exists": False}]}),
+    RightAnswer("a prefix on the detail-type", {"detail-type": [{"prefix": "agent.step.completed"}],
+                                                "replay-name": [{"exists": False}], "source": [SOURCE]}),
+    RightAnswer("the library's excluding_replays", replays.excluding_replays(COMPLETED_STEPS)),
+)
+
+WRONG_ANSWERS = (
+    WrongAnswer("matches replays too", {"source": [SOURCE], "detail-type": [COMPLETED]}, "the replay reached"),
+    WrongAnswer("matches only replays", {**COMPLETED_STEPS, "replay-name": [{"exists": True}]}, "opposite"),
+    WrongAnswer("replay-name inside detail",
+                {**COMPLETED_STEPS, "detail": {"replay-name": [{"exists": False}]}}, "top-level"),
+    WrongAnswer("exists as a string", {**COMPLETED_STEPS, "replay-name": [{"exists": "false"}]}, "not a string"),
+    WrongAnswer("a number where prefix takes text", {**REFERENCE_PATTERN, "source": [{"prefix": 3}]}, "take text"),
+    WrongAnswer("no detail-type", {"source": [SOURCE], "replay-name": [{"exists": False}]}, REQUESTED),
+    WrongAnswer("values not in lists", {"source": SOURCE, "detail-type": COMPLETED,
+                                        "replay-name": [{"exists": False}]}, "sits in a list"),
+    WrongAnswer("researcher steps only", {**REFERENCE_PATTERN, "detail": {"agent_class": ["researcher"]}},
+                "coder-1", public=False),
+    WrongAnswer("not JSON", "{'source': ['fleet.coordinator']}", "JSON"),
+)
+
+SIDE = InstructorSide("06.pattern", hidden=HIDDEN, reference=REFERENCE_PATTERN,
+                      right_answers=RIGHT_ANSWERS, wrong_answers=WRONG_ANSWERS)
