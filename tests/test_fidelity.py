@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
+from fleetlab_tools import fidelity_doc
 from rich.table import Table
 
 from fleetlab.backends import fidelity
@@ -21,7 +22,6 @@ from fleetlab.backends.backend import Backend, open_backend
 from fleetlab.backends.fidelity import Feature, FidelityTable, Finding, Probe, probe
 from fleetlab.core.clock import RealClock
 from fleetlab.core.errors import ConfigError
-from fleetlab_tools import fidelity_doc
 
 EMULATORS = ("moto", "moto-server")
 

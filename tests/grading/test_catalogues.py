@@ -9,11 +9,11 @@ only by the hidden cases. The fixture lab's checks are held to the same rules.
 """
 
 import pytest
+from fleetlab_instructor.checks import full_check, side_of
 
 from fleetlab.course import lab
 from fleetlab.course.grading import registry, run_check
 from fleetlab.course.grading.results import Status
-from fleetlab_instructor.checks import full_check, side_of
 
 from .conftest import load_fixture_checks
 

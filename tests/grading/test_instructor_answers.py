@@ -6,12 +6,12 @@ import csv
 from pathlib import Path
 
 import nbformat
+from fleetlab_instructor.checks.lab00 import planes
 from nbformat.v4 import new_code_cell, new_notebook
 
 from fleetlab.cli import main
 from fleetlab.course.grading import check
 from fleetlab.course.grading.results import Status
-from fleetlab_instructor.checks.lab00 import planes
 
 OWN_ANSWER = {
     "event bus": "control", "rules": "control", "state machine": "control", "work queues": "work",

@@ -4,6 +4,8 @@ case, the inputs tell answers apart, pure checks stay pure, and diagnoses come f
 import math
 
 import pytest
+from fleetlab_instructor.checks import full_check, side_of
+from fleetlab_instructor.checks.lab05 import burst as burst_side
 
 from fleetlab.backends.backend import open_backend
 from fleetlab.composition.scaling.manifest import scaled_object
@@ -12,8 +14,6 @@ from fleetlab.course.checks.lab05 import queue_length
 from fleetlab.course.experiments.autoscaling import MODEL_QUEUE, burst
 from fleetlab.course.grading import get_check, run_check
 from fleetlab.course.grading.results import Status
-from fleetlab_instructor.checks import full_check, side_of
-from fleetlab_instructor.checks.lab05 import burst as burst_side
 
 
 @pytest.fixture

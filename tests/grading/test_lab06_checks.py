@@ -3,13 +3,13 @@ moto-server): stubs say "not yet", a learner's own error is theirs, answers of t
 by name, and a pattern the backend takes but AWS refuses is judged as AWS would."""
 
 import pytest
+from fleetlab_instructor.checks import full_check, side_of
 
 from fleetlab.core.errors import InvalidInput
 from fleetlab.course.checks.lab06.targets import Scenario
 from fleetlab.course.experiments.replay import BILLING_WEBHOOK
 from fleetlab.course.grading import get_check, run_check
 from fleetlab.course.grading.results import Status
-from fleetlab_instructor.checks import full_check, side_of
 
 
 def stub_targets(target, replay_age): ...

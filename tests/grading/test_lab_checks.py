@@ -2,13 +2,13 @@
 inputs can tell answers apart, and diagnoses come from what happened."""
 
 import pytest
+from fleetlab_instructor.checks import full_check, side_of
 
 from fleetlab.core.errors import StepFailed
 from fleetlab.course.checks.lab01 import visibility
 from fleetlab.course.checks.lab02 import consumer
 from fleetlab.course.grading import get_check, run_check, runner
 from fleetlab.course.grading.results import Status
-from fleetlab_instructor.checks import full_check, side_of
 
 
 @pytest.mark.parametrize("check_id", ["00.planes", "02.window", "05.max_replicas", "05.bill"])

@@ -39,8 +39,9 @@ FACILITATOR = SOLUTIONS.parents[1] / "docs" / "facilitator"
 
 @pytest.mark.parametrize("path", sorted(SOLUTIONS.glob("*.ipynb")), ids=lambda path: path.stem)
 def test_the_facilitator_note_states_each_checks_points_and_cases(path):
-    from fleetlab.course.grading import registry
     from fleetlab_instructor.checks import side_of
+
+    from fleetlab.course.grading import registry
 
     note = " ".join((FACILITATOR / f"{path.stem}.md").read_text(encoding="utf-8").split())
     for check in registry.checks_of(path.stem[:2]):

@@ -1,12 +1,12 @@
 import json
 
 import pytest
-
-from fleetlab_instructor.checks.lab00 import planes as lab00
-from fleetlab.course.grading import check, get_check, grade_session, progress
-from fleetlab.course.grading.session import UnexpectedCheckStatus
 from fleetlab_instructor.checks import full_check
+from fleetlab_instructor.checks.lab00 import planes as lab00
 from fleetlab_instructor.grading.grade import hidden_cases
+
+from fleetlab.course.grading import check, grade_session, progress
+from fleetlab.course.grading.session import UnexpectedCheckStatus
 
 from .answers import good_handle
 

@@ -99,8 +99,6 @@ def register_side(side: InstructorSide) -> None:
 def _load(check: Check) -> InstructorSide:
     lab, name = check.id.split(".", 1)
     module_name = f"{__name__}.lab{lab}.{name.replace('-', '_')}"
-    if check.id in registry.LEGACY:  # MIGRATION
-        return InstructorSide(check.id, **registry.LEGACY[check.id])
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:

@@ -27,12 +27,11 @@ import nbformat
 from fleetlab_tools.kernel import CellStatus, KernelStartFailed, NotebookKernel
 from nbformat import NotebookNode
 
-from fleetlab.course.grading import handover
-from fleetlab_instructor.checks import full_checks
-
 from fleetlab.core.errors import InvalidInput
+from fleetlab.course.grading import handover
 from fleetlab.course.grading.results import Status
 from fleetlab.course.grading.session import GRADES_MIME
+from fleetlab_instructor.checks import full_checks
 from fleetlab_instructor.grading.sandbox import kernel_env, write_kernel_startup
 
 CHECK_CALL = re.compile(r"""\bcheck\(\s*["'](\d\d\.[a-z0-9][a-z0-9_-]*)["']""")

@@ -122,7 +122,6 @@ class Check:
 
 
 _CHECKS: dict[str, Check] = {}
-LEGACY: dict[str, dict[str, Any]] = {}  # MIGRATION
 
 
 def register(
@@ -136,7 +135,6 @@ def register(
     all_or_nothing: str = "",
     function: str = "",
     side_by_side: bool = False,
-    **legacy: Any,  # MIGRATION: hidden=, reference=, right_answers=, wrong_answers= until every lab is split
 ) -> Callable[[Harness], Harness]:
     """Decorator: register the decorated harness as check ``check_id``.
 
@@ -151,9 +149,6 @@ def register(
     case, a negative number of hidden cases, or two cases with one name.
     """
     _parse_id(check_id)
-    if legacy:  # MIGRATION
-        LEGACY[check_id] = legacy
-        hidden_cases = len(legacy.get("hidden", ()))
     if not public:
         raise InvalidInput("public", f"check {check_id} has no public case", hint="give it at least one")
     if isinstance(hidden_cases, bool) or not isinstance(hidden_cases, int) or hidden_cases < 0:

@@ -8,7 +8,7 @@ does not pass.
 
 from __future__ import annotations
 
-from fleetlab.course.checks.lab00 import ALLOWED, PUBLIC, Component
+from fleetlab.course.checks.lab00.planes import ALLOWED, PUBLIC, Component
 from fleetlab_instructor.checks import InstructorSide, RightAnswer, WrongAnswer
 
 HIDDEN = (
