@@ -87,7 +87,7 @@ def steps(count: int) -> list[Envelope]:
 
 
 def test_a_run_over_a_deep_queue_says_why_it_is_slow():
-    lab = fleetlab.start("tr", quiet=True)
+    lab = fleetlab.start("00", quiet=True)
     try:
         lab.fleet.enqueue(*steps(DEEP_QUEUE))
         with pytest.warns(DeepQueueWarning, match=f"{DEEP_QUEUE:,} steps are waiting") as caught:
@@ -98,7 +98,7 @@ def test_a_run_over_a_deep_queue_says_why_it_is_slow():
 
 
 def test_a_shallow_queue_runs_without_the_warning():
-    lab = fleetlab.start("tr", quiet=True)
+    lab = fleetlab.start("00", quiet=True)
     try:
         lab.fleet.enqueue(*steps(10))
         with warnings.catch_warnings():

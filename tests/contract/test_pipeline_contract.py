@@ -7,12 +7,13 @@ import pytest
 
 from fleetlab.composition.pipeline import TRANSIENT_BACKOFF, Fleet
 from fleetlab.composition.topology import experiment_queue, new_prefix
-from fleetlab.core.errors import AlreadyInProgress, LeaseLost, ModelError, Timeout
+from fleetlab.core.errors import AlreadyInProgress, InvalidInput, LeaseLost, ModelError, Timeout
 from fleetlab.core.faults import Crash, CrashPoint, FaultPlan, Latency
 from fleetlab.core.ledger import EffectsLedger
 from fleetlab.core.tracing import Tracer
 from fleetlab.services.agents.model import FakeModel, LatencyProfile, ModelResult
 from fleetlab.services.events.envelope import Envelope
+from fleetlab.services.sqs.messages import held
 from fleetlab.services.sqs.esm import BatchPoller
 from fleetlab.services.sqs.worker import QueueWorker
 from fleetlab.services.state.idempotency import Claim, IdempotencyStore
@@ -164,11 +165,41 @@ def test_a_permanent_model_failure_is_left_for_the_dlq(backend, topology):
 
 
 def test_run_gives_up_on_a_step_that_never_reaches_a_queue(backend, topology):
+    backend.client("events").put_rule(  # the researcher rule changed behind the fleet's back: it matches nothing
+        Name=topology.rules["researcher"], EventBusName=topology.bus_name,
+        EventPattern=json.dumps({"source": ["nobody"]}), State="ENABLED")
     fleet = Fleet(backend, topology)
-    fleet.submit(step(8, "nobody"))  # no rule routes this agent class
+    fleet.submit(step(8))
     with pytest.raises(Timeout, match="alert-8 published but never received") as gave_up:
         fleet.run(settle_timeout=0.5)
     assert gave_up.value.may_have_happened
+
+
+def test_submit_refuses_a_step_no_rule_routes_and_publishes_nothing(backend, topology):
+    fleet = Fleet(backend, topology, model=quick_model(backend))
+    fleet.submit(step(1))
+    published = []
+    put_events = fleet.events.put_events
+    fleet.events.put_events = lambda **request: published.append(request) or put_events(**request)
+    with pytest.raises(InvalidInput) as refused:
+        fleet.submit(step(2), step(3, "wizard"))
+    assert refused.value.field == "agent_class"
+    message = str(refused.value)
+    assert "routes coder, researcher" in message and "'wizard' (alert-3)" in message
+    assert "dropped silently" in message and "catch-all" in message and "add_unrouted" in message
+    assert published == [] and fleet.submitted == ["alert-1"]
+    report = fleet.run()  # what was accepted before is not lost
+    assert report.count("done") == 1 and fleet.ledger.count("alert-1") == 1 and fleet.unsettled() == []
+
+
+def test_enqueue_and_orchestrate_refuse_a_step_no_queue_takes(backend, topology):
+    fleet = Fleet(backend, topology)
+    with pytest.raises(InvalidInput, match="agent_class: this fleet routes coder, researcher; no rule routes 'wizard'"):
+        fleet.enqueue(step(1), step(2, "wizard"))
+    assert held(backend, topology.queue("researcher").url) == 0 and fleet.submitted == []
+    with pytest.raises(InvalidInput, match="no rule routes 'wizard' \\(alert-3\\)"):
+        fleet.orchestrate(step(3, "wizard"))
+    assert fleet.executions == {}
 
 
 def test_poison_is_dead_lettered_after_max_receive_count(backend, topology):

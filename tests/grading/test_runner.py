@@ -178,12 +178,12 @@ def test_without_a_lab_a_check_opens_its_own_backend_once_and_closes_it():
 
 
 def test_with_a_running_lab_a_check_uses_its_backend_and_leaves_it_open(no_backend_opens):
-    running = lab.start("98", quiet=True)
+    used = []
+    register("98.lab", title="lab", public=[Case("a")])(
+        lambda answer, case, ctx: used.append(ctx.backend) or CaseOutcome(True)
+    )
+    running = lab.start("98", quiet=True)  # lab 98 is known once it has a check
     try:
-        used = []
-        register("98.lab", title="lab", public=[Case("a")])(
-            lambda answer, case, ctx: used.append(ctx.backend) or CaseOutcome(True)
-        )
         assert run_check(get_check("98.lab"), 1).passed
         assert used == [running.backend] and not running.backend.closed
     finally:

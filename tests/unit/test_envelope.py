@@ -22,21 +22,53 @@ def test_detail_round_trips_through_the_wire_format():
     assert Envelope.from_detail(json.loads(entry["Detail"])) == STEP
 
 
+FIELDS = {"trace_id": "conv-8842-step-7", "conversation_id": "8842", "step": 7, "agent_class": "researcher"}
+
+
 @pytest.mark.parametrize(
-    ("change", "field"),
+    ("change", "field", "allowed"),
     [
-        ({"step": -1}, "detail.step"),
-        ({"agent_class": "Research Team"}, "detail.agent_class"),
-        ({"trace_id": ""}, "detail.trace_id"),
-        ({"payload_ref": {"type": "s3", "bucket": "b", "key": "k"}}, "detail.payload"),
-        ({"payload_ref": {"type": "ftp", "bucket": "bkt", "key": "k"}, "payload": None}, "detail.payload_ref.type"),
+        ({"step": "one"}, "step", "must be an integer, got 'one'"),
+        ({"step": -1}, "step", "must be at least 0, got -1"),
+        ({"step": True}, "step", "must be an integer, got True"),
+        ({"agent_class": "Research Team"}, "agent_class", "must match ^[a-z][a-z0-9-]{0,39}$"),
+        ({"trace_id": ""}, "trace_id", "must not be empty"),
+        ({"trace_id": "conv 1"}, "trace_id", "must match ^[A-Za-z0-9._:-]+$"),
+        ({"conversation_id": 8842}, "conversation_id", "must be a string, got 8842"),
+        ({"ttl_seconds": 0}, "ttl_seconds", "must be at least 1, got 0"),
+        ({"ttl_seconds": 10**9}, "ttl_seconds", "must be at most 31536000"),
+        ({"model_policy": 3}, "model_policy", "must be a string, got 3"),
+        ({"task_token": ""}, "task_token", "must not be empty"),
+        ({"payload": {1, 2}}, "payload", "must be one of: object, array, string, number, boolean, null"),
+        ({"payload": {"q": 1}, "payload_ref": {"type": "s3", "bucket": "bkt", "key": "k"}}, "payload",
+         "give either payload or payload_ref, not both"),
+        ({"payload_ref": {"type": "ftp", "bucket": "bkt", "key": "k"}}, "payload_ref.type", "must be 's3', got 'ftp'"),
     ],
 )
-def test_a_bad_envelope_names_its_field(change, field):
+def test_a_bad_envelope_is_refused_when_built_naming_its_field(change, field, allowed):
     with pytest.raises(EnvelopeError) as raised:
-        replace(STEP, **change).detail()
+        Envelope(**{**FIELDS, **change})
     assert raised.value.field == field
+    assert f"{field}: {allowed}" in str(raised.value)
     assert "nothing was published" in str(raised.value)
+
+
+def test_every_bad_field_of_one_envelope_is_named_in_one_error():
+    with pytest.raises(EnvelopeError) as raised:
+        Envelope(trace_id="", conversation_id="8842", step="one", agent_class="Wizard")
+    message = str(raised.value)
+    assert raised.value.field == "trace_id"
+    for named in ("trace_id: must not be empty", "step: must be an integer, got 'one'",
+                  "agent_class: must match ^[a-z][a-z0-9-]{0,39}$, got 'Wizard'"):
+        assert named in message
+
+
+def test_a_bad_received_detail_names_its_field_under_detail():
+    with pytest.raises(EnvelopeError) as raised:
+        Envelope.from_detail({**STEP.detail(), "step": -1, "schema_version": 2})
+    assert raised.value.field == "detail.schema_version"
+    assert "detail.step: must be at least 0, got -1" in str(raised.value)
+    assert "does not follow envelope v1" in str(raised.value)
 
 
 def test_missing_and_unknown_fields_are_named():

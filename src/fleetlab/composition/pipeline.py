@@ -10,20 +10,22 @@ step's trace_id, and the step's side effect lands in the effects ledger.
 With ``last_attempt`` the workers give up one receive before the queue
 would park a step: they answer the caller through ``responses`` (a
 ``state.responses.ResponseStore``, which also gets every result) and park
-the step with its diagnosis. On a topology with the catch-all rule, a run
-settles a step no rule routes as ``unrouted`` instead of waiting for it.
+the step with its diagnosis. The fleet refuses a step no rule routes before
+publishing anything, except on a topology with the catch-all rule: there a
+run settles such a step as ``unrouted`` instead of waiting for it.
 """
 
 from __future__ import annotations
 
 import json
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from fleetlab.backends.backend import Backend
 from fleetlab.composition.topology import Topology
-from fleetlab.core.errors import ConfigError, EnvelopeError, ModelError, PartlyRefused, Timeout
+from fleetlab.core.errors import ConfigError, EnvelopeError, InvalidInput, ModelError, PartlyRefused, Timeout
 from fleetlab.core.faults import FaultPlan
 from fleetlab.core.ledger import EffectsLedger
 from fleetlab.core.tracing import Tracer
@@ -112,9 +114,12 @@ class Fleet:
     def submit(self, *envelopes: Envelope) -> list[str]:
         """Publish step requests on the bus (claim-checking large payloads). Returns event ids.
 
-        Raises EnvelopeError (nothing published) for a bad envelope, and
-        PartlyRefused naming the entries EventBridge refused (the others were published).
+        Raises InvalidInput naming ``agent_class`` (nothing published) for a
+        step whose agent class no rule routes, unless the topology has the
+        catch-all rule (which parks it as unrouted); PartlyRefused naming the
+        entries EventBridge refused (the others were published).
         """
+        self._refuse_unroutable(envelopes, via_bus=True)
         prepared = [self.claimcheck.offload(e) for e in envelopes]
         entries = [e.entry(self.topology.bus_name) for e in prepared]
         event_ids: list[str] = []
@@ -133,9 +138,11 @@ class Fleet:
         """Send steps straight to their agent class's queue, bypassing the bus. Returns message ids.
 
         What a producer that owns the queue does (an API handler writing to its
-        input queue). Raises EnvelopeError (nothing sent) for a bad envelope,
-        PartlyRefused naming the entries SQS refused (the others were sent).
+        input queue). Raises InvalidInput naming ``agent_class`` (nothing sent)
+        for a step whose agent class has no queue, PartlyRefused naming the
+        entries SQS refused (the others were sent).
         """
+        self._refuse_unroutable(envelopes, via_bus=False)
         sqs = self.backend.client("sqs")
         details = [(e, json.dumps(self.claimcheck.offload(e).detail())) for e in envelopes]
         message_ids: list[str] = []
@@ -160,10 +167,13 @@ class Fleet:
     def orchestrate(self, envelope: Envelope) -> str:
         """Start the orchestrator for one step (payload always claim-checked). Returns the execution ARN.
 
-        Raises ConfigError when the topology was provisioned without an orchestrator.
+        Raises ConfigError when the topology was provisioned without an
+        orchestrator, InvalidInput naming ``agent_class`` (nothing started) for
+        a step whose agent class no rule routes: no worker would ever call back.
         """
         if not self.topology.state_machine_arn:
             raise ConfigError("this topology has no orchestrator; provision with TopologySpec(orchestrator=True)")
+        self._refuse_unroutable([envelope], via_bus=False)
         detail = self.claimcheck.offload(envelope, always=True).detail()
         execution_arn = executions.start_execution(self.sfn, self.topology.state_machine_arn, detail)
         self.submitted.append(envelope.trace_id)
@@ -176,6 +186,25 @@ class Fleet:
             execution=execution_arn.rsplit(":", 1)[-1][:8],
         )
         return execution_arn
+
+    def _refuse_unroutable(self, envelopes: Sequence[Envelope], *, via_bus: bool) -> None:
+        """InvalidInput naming ``agent_class`` and the routed classes when a step has no rule (checked before anything is sent).
+
+        On the bus, the catch-all rule (``via_bus`` and a topology with it) takes any class.
+        """
+        if via_bus and self.topology.unrouted_url:
+            return
+        unroutable = [f"{e.agent_class!r} ({e.trace_id})" for e in envelopes if e.agent_class not in self.topology.queues]
+        if not unroutable:
+            return
+        routed = ", ".join(sorted(self.topology.queues))
+        raise InvalidInput(
+            "agent_class",
+            f"this fleet routes {routed}; no rule routes {', '.join(unroutable)}",
+            hint="nothing was sent. On AWS, PutEvents accepts an event no rule matches and it is dropped silently, "
+            "unless a catch-all rule catches it: add_unrouted(topology) adds one that parks it on the unrouted "
+            "queue (lab 03)",
+        )
 
     def worker(self, agent_class: str, *, name: str | None = None) -> QueueWorker:
         """A worker on ``agent_class``'s queue running the idempotent step handler."""
@@ -289,7 +318,7 @@ class Fleet:
         asynchronously) is waited for, polling on real time, up to
         ``settle_timeout`` real seconds at a time; one the catch-all parked
         is settled as unrouted (``RunReport.unrouted``). Timeout if it has
-        still not arrived (it may yet arrive: run again; or no rule routes its class).
+        still not arrived (it may yet arrive: run again; or its class's rule was changed and matches it no more).
         Otherwise, when a round finds nothing, ``advance`` moves the clock
         that far (one visibility timeout brings crashed messages back) and
         the run ends after ``idle_polls`` such rounds (on a real clock sooner,

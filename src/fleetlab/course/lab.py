@@ -22,6 +22,7 @@ from fleetlab.backends.backend import Backend, chosen_backend, open_backend
 from fleetlab.composition.cost import require_opt_in
 from fleetlab.composition.pipeline import Fleet
 from fleetlab.composition.topology import Topology, TopologySpec, new_prefix, provision
+from fleetlab.core.errors import InvalidInput
 from fleetlab.core.faults import FaultPlan
 from fleetlab.core.timescale import describe_scale
 from fleetlab.services.agents.model import FakeModel
@@ -73,11 +74,13 @@ def start(
 ) -> Lab:
     """Open the backend, provision the lab's topology and fleet, print the banner.
 
-    On ``aws`` the lab's cost estimate is printed first, and without
-    ``FLEETLAB_ALLOW_REAL_AWS=1`` RealAwsRefused (carrying the estimate) is
-    raised before anything is opened or made.
+    Raises InvalidInput naming ``lab`` and the course's labs for a lab the
+    course does not have. On ``aws`` the lab's cost estimate is printed first,
+    and without ``FLEETLAB_ALLOW_REAL_AWS=1`` RealAwsRefused (carrying the
+    estimate) is raised. Either is raised before anything is opened or made.
     """
     global _current
+    _require_lab(lab_id)
     if chosen_backend(backend) == "aws":
         require_opt_in(lab_id)
     if _current is not None:
@@ -95,6 +98,19 @@ def start(
     if not quiet:
         print(banner(lab))
     return lab
+
+
+def _require_lab(lab_id: str) -> None:
+    """Raise InvalidInput naming ``lab`` and listing the labs unless ``lab_id`` is one of the course's labs.
+
+    The course's labs are those with checks (``registry.known_labs``): one per notebook.
+    """
+    from fleetlab.course.grading.registry import known_labs  # the grading package loads only when a lab starts
+
+    labs = known_labs()
+    if lab_id not in labs:
+        raise InvalidInput("lab", f"there is no lab {lab_id!r}; the labs are {', '.join(labs)}",
+                           hint='give the two digits of the notebook\'s name, like fleetlab.start("01")')
 
 
 def banner(lab: Lab) -> str:

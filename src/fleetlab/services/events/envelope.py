@@ -32,7 +32,11 @@ SFN_PAYLOAD_LIMIT = 262_144  # 256 KiB: the next cap downstream, so the default 
 
 @dataclass(frozen=True)
 class Envelope:
-    """One agent step request. Build it, then ``detail()`` for the wire."""
+    """One agent step request. Build it, then ``detail()`` for the wire.
+
+    Built only with fields that follow envelope v1: EnvelopeError otherwise,
+    naming every field the schema refuses and what it allows.
+    """
 
     trace_id: str
     conversation_id: str
@@ -45,8 +49,11 @@ class Envelope:
     task_token: str | None = None
     extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
+    def __post_init__(self) -> None:
+        validate_detail(self.detail(), root="", hint="the envelope was not built; nothing was published")
+
     def detail(self) -> dict[str, Any]:
-        """The validated ``detail`` dict. Raises EnvelopeError naming the bad field."""
+        """The ``detail`` dict for the wire: the schema version, then every field that is set."""
         detail: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION,
             "trace_id": self.trace_id,
@@ -62,12 +69,11 @@ class Envelope:
             "task_token": self.task_token,
         }
         detail.update({k: v for k, v in optional.items() if v is not None})
-        validate_detail(detail, hint="nothing was published")
         return detail
 
     @classmethod
     def from_detail(cls, detail: Any) -> Envelope:
-        """Parse and validate a received ``detail``. Raises EnvelopeError naming the field."""
+        """Parse and validate a received ``detail``. Raises EnvelopeError naming ``detail.<field>``."""
         validate_detail(detail, hint="the event does not follow envelope v1")
         return cls(
             trace_id=detail["trace_id"],
@@ -105,36 +111,64 @@ def _validator() -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(envelope_schema())
 
 
-def validate_detail(detail: Any, *, hint: str = "") -> None:
-    """Raise EnvelopeError for the first schema violation, naming the field path."""
-    errors = sorted(_validator().iter_errors(detail), key=lambda e: (len(e.path), list(e.path)))
-    if not errors:
+def validate_detail(detail: Any, *, root: str = "detail", hint: str = "") -> None:
+    """Raise EnvelopeError unless ``detail`` follows envelope v1.
+
+    The error names the first bad field (as ``root.field``; just ``field`` when
+    ``root`` is empty) and its message states every bad field, each with what
+    the schema allows.
+    """
+    errors = sorted(_validator().iter_errors(detail), key=lambda e: len(e.path))  # stable: the schema's order
+    problems: dict[str, str] = {}
+    for error in errors:
+        problems.setdefault(_field_of(error, root), _problem_of(error))
+    if not problems:
         return
-    error = errors[0]
-    raise EnvelopeError(_field_of(error), _problem_of(error), hint=hint)
+    (first, problem), *others = problems.items()
+    raise EnvelopeError(first, problem + "".join(f"; {name}: {why}" for name, why in others), hint=hint)
 
 
-def _field_of(error: jsonschema.ValidationError) -> str:
-    path = "detail" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.path)
-    if error.validator == "required":
-        missing = error.message.split("'")[1] if "'" in error.message else "?"
-        return f"{path}.{missing}"
-    if error.validator == "additionalProperties":
-        extra = error.message.split("'")[1] if "'" in error.message else "?"
-        return f"{path}.{extra}"
-    if error.validator == "not":
-        return f"{path}.payload"
-    return path
+def _field_of(error: jsonschema.ValidationError, root: str) -> str:
+    parts = [root] if root else []
+    parts += [f"[{p}]" if isinstance(p, int) else str(p) for p in error.path]
+    if error.validator in ("required", "additionalProperties"):
+        parts.append(error.message.split("'")[1] if "'" in error.message else "?")
+    elif error.validator == "not":
+        parts.append("payload")
+    return ".".join(parts).replace(".[", "[") or "detail"
 
 
 def _problem_of(error: jsonschema.ValidationError) -> str:
-    if error.validator == "required":
-        return "is required"
-    if error.validator == "additionalProperties":
-        return "is not a field of envelope v1"
-    if error.validator == "not":
-        return "give either payload or payload_ref, not both"
+    rule, value = error.validator_value, error.instance
+    match error.validator:
+        case "required":
+            return "is required"
+        case "additionalProperties":
+            return "is not a field of envelope v1"
+        case "not":
+            return "give either payload or payload_ref, not both"
+        case "type":
+            return f"must be {_types(rule)}, got {value!r}"
+        case "const":
+            return f"must be {rule!r}, got {value!r}"
+        case "minimum":
+            return f"must be at least {rule}, got {value!r}"
+        case "maximum":
+            return f"must be at most {rule}, got {value!r}"
+        case "minLength":
+            return "must not be empty" if rule == 1 else f"must be at least {rule} characters, got {value!r}"
+        case "maxLength":
+            return f"must be at most {rule} characters, got {len(value)}"
+        case "pattern":
+            return f"must match {rule}, got {value!r}"
     return error.message
+
+
+def _types(names: str | list[str]) -> str:
+    """``"integer"`` -> "an integer"; a list -> "one of: object, array, ..."."""
+    if isinstance(names, list):
+        return "one of: " + ", ".join(names)
+    return f"an {names}" if names[0] in "aeiou" else f"a {names}"
 
 
 def entry_size(entry: dict[str, Any]) -> int:
