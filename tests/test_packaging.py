@@ -38,8 +38,8 @@ pytestmark = pytest.mark.packaging
 
 REPO = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
-PROJECT_FILES = ("pyproject.toml", "README.md", "src")
-"""What the build reads from the repository: the metadata, the readme it names, the package."""
+PROJECT_FILES = ("pyproject.toml", "README.md", "LICENSE", "src")
+"""What the build reads from the repository: the metadata, the readme and the licence it names, the package."""
 LEFT_OUT = re.compile(r"^(fleetlab|__editable__)", re.IGNORECASE)
 """Site-packages entries the wheel's venv must not see: every fleetlab distribution, every editable install."""
 A_WARNING = re.compile(r"\b\w+Warning\b")
@@ -170,8 +170,12 @@ def test_the_build_backend_is_pinned_to_a_range_and_builds_without_a_warning(dis
 def test_the_license_is_an_spdx_expression(dists: Dists) -> None:
     """pyproject says Apache-2.0 as an SPDX string, and the wheel's metadata carries it as such."""
     assert PYPROJECT["project"]["license"] == "Apache-2.0"
-    metadata = wheel_files(dists.wheel)[f"fleetlab-{PYPROJECT['project']['version']}.dist-info/METADATA"]
+    files = wheel_files(dists.wheel)
+    metadata = files[f"fleetlab-{PYPROJECT['project']['version']}.dist-info/METADATA"]
     assert "License-Expression: Apache-2.0" in metadata.splitlines()
+    assert "License-File: LICENSE" in metadata.splitlines()
+    shipped = files[f"fleetlab-{PYPROJECT['project']['version']}.dist-info/licenses/LICENSE"]
+    assert shipped == (REPO / "LICENSE").read_text() and "Apache License" in shipped
 
 
 def test_the_wheel_and_the_sdist_hold_every_file_of_the_package(dists: Dists) -> None:
