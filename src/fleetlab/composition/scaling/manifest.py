@@ -391,7 +391,7 @@ class _Review:
         self._refused = {problem.field for problem in schema_problems}
 
     def accepted(self, path: str) -> bool:
-        """Whether the schema found nothing wrong at ``path`` or around it."""
+        """Whether the schema found nothing wrong at ``path`` or above it."""
         return not any(path == bad or path.startswith((f"{bad}.", f"{bad}[")) for bad in self._refused)
 
     def read(self, path: str, reader: Callable[..., _T], *args: Any) -> _T | None:
@@ -451,7 +451,8 @@ class _Review:
 
     def _sqs(self, entry: dict[str, Any], metadata: dict[str, Any], path: str) -> None:
         """The aws-sqs-queue trigger's settings, each read as the scaler reads its metadata string."""
-        self.read(f"{path}.metadata.queueURL", _queue_url, metadata, path)
+        if self.accepted(f"{path}.metadata.queueURLFromEnv"):
+            self.read(f"{path}.metadata.queueURL", _queue_url, metadata, path)
         self.read(f"{path}.metadata.awsRegion", _region, metadata, "authenticationRef" in entry, path)
         values = {attribute: self.read(f"{path}.metadata.{key}", parse, metadata, key, path)
                   for key, attribute, parse in _SQS_SETTINGS}
@@ -494,7 +495,7 @@ def _unknown_settings(metadata: dict[str, Any], path: str) -> list[str]:
     warnings = []
     for key in metadata:
         if key not in SQS_METADATA:
-            close = difflib.get_close_matches(key, sorted(SQS_METADATA), n=1)
+            close = difflib.get_close_matches(str(key), sorted(SQS_METADATA), n=1)
             guess = f" (did you mean {close[0]}?)" if close else ""
             warnings.append(f"{path}.metadata.{key} is not an aws-sqs-queue setting; KEDA ignores it{guess}")
     return warnings
