@@ -62,6 +62,20 @@ def test_keda_size_names_a_bad_field(manifest, capsys):
     assert "spec.triggers[0].metadata.queueLength: must be a string" in err
 
 
+def test_keda_size_names_every_bad_field_in_one_run(manifest, capsys):
+    text = manifest.read_text()
+    for right, wrong in (("pollingInterval: 30", "pollingInterval: 0"), ("minReplicaCount: 2", "minReplicaCount: 80"),
+                         ('queueLength: "10"', 'queueLength: "ten"')):
+        text = text.replace(right, wrong)
+    manifest.write_text(text)
+    assert main(["keda-size", str(manifest), "--visible", "1", "--in-flight", "0"]) == 2
+    err = capsys.readouterr().err
+    assert f"fleetlab keda-size: {manifest} has 3 problems:" in err
+    assert "\n  spec.minReplicaCount: 80 is above maxReplicaCount 60\n" in err
+    assert "\n  spec.pollingInterval: must be at least 1, got 0\n" in err
+    assert "\n  spec.triggers[0].metadata.queueLength: must be a whole number in a string, got 'ten'\n" in err
+
+
 def test_keda_size_reads_the_queue_live(manifest, capsys, real_clock_backend):
     sqs = real_clock_backend.client("sqs")
     url = sqs.create_queue(QueueName="live-reading", Attributes={"VisibilityTimeout": "60"})["QueueUrl"]

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
+from importlib import resources
+
+import jsonschema
 import pytest
 import yaml
 
 from fleetlab.composition.scaling.manifest import (
+    SCHEMA,
     from_manifest,
     load_scaled_object,
     parse_scaled_object,
@@ -33,6 +38,8 @@ def test_absent_fields_take_keda_s_defaults():
     assert (scaled.polling_interval, scaled.cooldown_period, scaled.initial_cooldown_period) == (30, 300, 0)
     assert (scaled.min_replica_count, scaled.max_replica_count, scaled.hpa_min_replicas) == (0, 100, 1)
     assert (scaled.trigger.queue_length, scaled.trigger.activation_queue_length) == (5, 0)
+    bare["spec"].update(minReplicaCount=None, maxReplicaCount=None)  # a null is pruned, as the API server does
+    assert from_manifest(bare) == scaled
 
 
 def edit(text: str, change) -> str:
@@ -77,6 +84,37 @@ def test_a_bad_field_is_named_by_its_path(manifest_text, change, field, words):
         parse_scaled_object(edit(manifest_text, change))
     assert raised.value.field == field
     assert words in str(raised.value)
+
+
+def test_every_problem_of_a_manifest_is_reported_in_one_error(manifest_text):
+    def three_mistakes(doc):
+        doc["spec"].update(pollingInterval=0, minReplicaCount=80)  # refused by the schema; above maxReplicaCount 60
+        trigger(doc)["metadata"].update(queueLength="ten")  # a string, but not a whole number
+    with pytest.raises(InvalidInput) as raised:
+        parse_scaled_object(edit(manifest_text, three_mistakes), origin="so.yaml")
+    problems = {problem.field: str(problem) for problem in raised.value.problems}
+    assert problems == {
+        "spec.pollingInterval": "spec.pollingInterval: must be at least 1, got 0",
+        "spec.minReplicaCount": "spec.minReplicaCount: 80 is above maxReplicaCount 60",
+        "spec.triggers[0].metadata.queueLength":
+            "spec.triggers[0].metadata.queueLength: must be a whole number in a string, got 'ten'",
+    }
+    message = str(raised.value)
+    assert message.startswith("so.yaml has 3 problems:\n")
+    assert all(f"\n  {line}" in message for line in problems.values())
+
+
+def test_a_field_the_schema_refused_is_not_compared_again(manifest_text):
+    with pytest.raises(InvalidInput) as raised:  # minReplicaCount 2 is not reported as above a refused maximum
+        parse_scaled_object(edit(manifest_text, lambda d: d["spec"].update(maxReplicaCount=-24)))
+    assert [problem.field for problem in raised.value.problems] == ["spec.maxReplicaCount"]
+    assert str(raised.value) == "spec.maxReplicaCount: must be at least 1, got -24"
+
+
+def test_the_schema_is_a_valid_draft_2020_12_schema_that_names_the_keda_release():
+    schema = json.loads(resources.files("fleetlab").joinpath(SCHEMA).read_text(encoding="utf-8"))
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert "KEDA v2." in schema["$comment"]
 
 
 def test_not_yaml_and_no_scaled_object_are_named(tmp_path):
@@ -137,3 +175,7 @@ def test_built_in_code_with_unknown_settings_refused():
     assert raised.value.field == "queue_lenght"
     with pytest.raises(InvalidInput, match="queueLength"):
         scaled_object("w", "q", queue_length=0)
+    with pytest.raises(InvalidInput) as raised:
+        scaled_object("w", "q", queue_length=0, min_replica_count=5, max_replica_count=2)
+    assert raised.value.field == "spec.minReplicaCount, spec.triggers[0].metadata.queueLength"
+    assert str(raised.value).startswith("ScaledObject w has 2 problems:")

@@ -6,7 +6,8 @@ the exit code. The course's tooling (``localstack``) and the instructor's side
 entry point group, each entry point naming a click command; where they are not
 installed, their names still parse and say what to install (exit 2).
 A bad flag is a usage error (exit 2, the flag named); a FleetlabError becomes
-one line on stderr and exit 2. Output goes to stdout, at the width
+its message on stderr (one line; a manifest's several problems one a line) and
+exit 2. Output goes to stdout, at the width
 ``output.stdout_console`` chooses (tables never wrap outside a terminal).
 """
 
@@ -64,7 +65,7 @@ def build_cli() -> click.Group:
 
 
 class FleetlabGroup(click.Group):
-    """A group whose subcommands' FleetlabErrors become ``CommandFailed`` (one line on stderr, exit 2)."""
+    """A group whose subcommands' FleetlabErrors become ``CommandFailed`` (the message on stderr, exit 2)."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:

@@ -8,6 +8,8 @@ retry and an idempotent replay, so it is part of every error's contract.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 
 class FleetlabError(Exception):
     """Base of every error fleetlab raises on purpose.
@@ -48,6 +50,28 @@ class InvalidInput(FleetlabError):
         if hint:
             message += f" ({hint})"
         super().__init__(message)
+
+
+class ManifestError(InvalidInput):
+    """A manifest breaks one rule or several; nothing was read from it.
+
+    ``problems`` holds every broken rule, each an InvalidInput naming its
+    field path. With one problem the error reads as that problem (same
+    ``field``, same message); with several, ``field`` lists their paths and
+    the message lists the problems, one a line, under what ``origin`` names.
+    """
+
+    def __init__(self, problems: Sequence[InvalidInput], *, origin: str = "the manifest") -> None:
+        self.problems = tuple(problems)
+        if len(self.problems) == 1:
+            only = self.problems[0]
+            super().__init__(only.field, only.problem, hint=only.hint)
+            return
+        self.field = ", ".join(problem.field for problem in self.problems)
+        self.problem = "\n".join(str(problem) for problem in self.problems)
+        self.hint = ""
+        listed = "".join(f"\n  {problem}" for problem in self.problems)
+        FleetlabError.__init__(self, f"{origin} has {len(self.problems)} problems:{listed}")
 
 
 class EnvelopeError(InvalidInput):
