@@ -86,3 +86,11 @@ def test_a_bill_without_a_price_names_the_line():
     with pytest.raises(InvalidInput) as raised:
         daily_bill(capacity(500, 15, 90), {"sqs": 0.40, "events": 1.00})
     assert raised.value.field == "dynamodb"
+
+
+def test_the_regions_known_are_the_ones_the_pinned_botocore_lists_for_step_functions():
+    import boto3
+
+    from fleetlab.composition.scaling.capacity import STEP_FUNCTIONS_REGIONS
+
+    assert STEP_FUNCTIONS_REGIONS == tuple(boto3.session.Session().get_available_regions("stepfunctions"))

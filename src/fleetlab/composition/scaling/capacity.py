@@ -22,7 +22,6 @@ reads them from the course's dated price list).
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
@@ -35,6 +34,14 @@ DAY = 86_400
 IN_FLIGHT_CAP = 120_000  # messages received but not deleted, per standard queue
 PUT_EVENTS_ENTRIES = 10  # entries per PutEvents request on a classic bus
 BIG_THREE = ("us-east-1", "us-west-2", "eu-west-1")
+STEP_FUNCTIONS_REGIONS = (
+    "af-south-1", "ap-east-1", "ap-east-2", "ap-northeast-1", "ap-northeast-2", "ap-northeast-3", "ap-south-1",
+    "ap-south-2", "ap-southeast-1", "ap-southeast-2", "ap-southeast-3", "ap-southeast-4", "ap-southeast-5",
+    "ap-southeast-6", "ap-southeast-7", "ca-central-1", "ca-west-1", "eu-central-1", "eu-central-2", "eu-north-1",
+    "eu-south-1", "eu-south-2", "eu-west-1", "eu-west-2", "eu-west-3", "il-central-1", "me-central-1", "me-south-1",
+    "mx-central-1", "sa-east-1", "us-east-1", "us-east-2", "us-west-1", "us-west-2",
+)
+"""The commercial AWS regions with Step Functions, as the pinned botocore lists them (a test keeps the two equal)."""
 CALLBACK_REFILL = {"big-3": 500.0, "other": 300.0}  # SendTaskSuccess tokens per second
 CALLBACK_BUCKET = {"big-3": 3_000, "other": 1_500}
 
@@ -119,18 +126,10 @@ def callback_tier(region: str) -> str:
 
     Raises InvalidInput naming ``region`` and the regions known (Step Functions' commercial regions).
     """
-    known = step_functions_regions()
-    if region not in known:
-        raise InvalidInput("region", f"unknown AWS region {region!r}", hint=f"choose from {', '.join(known)}")
+    if region not in STEP_FUNCTIONS_REGIONS:
+        raise InvalidInput("region", f"unknown AWS region {region!r}",
+                           hint=f"choose from {', '.join(STEP_FUNCTIONS_REGIONS)}")
     return "big-3" if region in BIG_THREE else "other"
-
-
-@functools.cache
-def step_functions_regions() -> tuple[str, ...]:
-    """The commercial AWS regions that have Step Functions, from the endpoint data botocore ships (no request)."""
-    import boto3
-
-    return tuple(boto3.session.Session().get_available_regions("stepfunctions"))
 
 
 def priced(calls: Mapping[str, float], prices: Mapping[str, float]) -> float:
