@@ -10,7 +10,7 @@ from fleetlab.core.timescale import ScaledClock
 from fleetlab.course import lab
 from fleetlab.course.grading import Case, CaseOutcome, Status, get_check, register, registry, run_check, runner
 
-from .answers import body_is_ellipsis, divides, not_written, spins, waits_forever
+from .answers import body_is_ellipsis, divides, not_written, polls_forever, spins, waits_forever
 
 
 @dataclass(frozen=True)
@@ -252,13 +252,14 @@ def test_when_the_waits_run_out_the_diagnosis_blames_the_backend_not_the_learner
     assert result.cases[1].status == "skipped"
 
 
-def test_a_learners_own_endless_wait_on_the_clock_is_named_as_theirs(scaled_backend, monkeypatch):
+@pytest.mark.parametrize("endless", [waits_forever, polls_forever], ids=["sleep", "wait_until"])
+def test_a_learners_own_endless_wait_on_the_clock_is_named_as_theirs(scaled_backend, monkeypatch, endless):
     monkeypatch.setattr(runner, "WAIT_CAP", 0.5)
     register("98.forever", title="forever", public=[Case("a")], timeout=5)(
         lambda answer, case, ctx: CaseOutcome(answer(ctx.backend.clock))
     )
-    result = run_check(get_check("98.forever"), waits_forever)
-    assert re.fullmatch(r"timed out: your code was still waiting after 0.5 s \(in waits_forever, line \d+\); "
+    result = run_check(get_check("98.forever"), endless)
+    assert re.fullmatch(rf"timed out: your code was still waiting after 0.5 s \(in {endless.__name__}, line \d+\); "
                         r"look for a wait without a bound", result.diagnosis)
     wait_until(lambda: case_threads() == [], timeout=1, what="the stopped threads to be gone")
 

@@ -46,7 +46,7 @@ WAIT_CAP = 90.0
 """Real seconds a check's cases may spend all waiting on a real clock or the backend, beyond its ``timeout``."""
 
 SLOW_BACKEND_HELP = "docs/troubleshooting.md#a-check-times-out-waiting-on-the-backend"
-WAIT_FILES = (clock.__file__, timescale.__file__)
+WAIT_FILES = (*clock.CLOCK_FILES, timescale.__file__)
 """Where a wait on the clock happens: a learner's frame calling into these is the learner's own wait."""
 
 
