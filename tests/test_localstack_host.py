@@ -21,9 +21,10 @@ from pathlib import Path
 import pytest
 from fleetlab_tools.localstack import host
 
-from fleetlab.backends.backend import SERVED_APART, open_backend
+from fleetlab.backends.backend import open_backend
 from fleetlab.cli import main
 from fleetlab.core.errors import BackendUnavailable, InvalidInput
+from fleetlab.core.settings import SERVED_APART
 
 
 def free_port() -> int:

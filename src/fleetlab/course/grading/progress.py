@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
-import os
 import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from typing import Any
 from time_machine import escape_hatch
 
 from fleetlab.core.files import write_atomically
+from fleetlab.core.settings import settings
 from fleetlab.course.grading import registry
 from fleetlab.course.grading.display import format_points, status_label
 from fleetlab.course.grading.results import CheckResult
@@ -57,7 +57,7 @@ class Row:
 
 def home() -> Path:
     """``$FLEETLAB_HOME``, or ``~/.fleetlab``."""
-    return Path(os.environ.get("FLEETLAB_HOME") or Path.home() / ".fleetlab")
+    return settings().home or Path.home() / ".fleetlab"
 
 
 def progress_file() -> Path:

@@ -35,8 +35,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from fleetlab.backends.backend import SERVED_APART
 from fleetlab.core.errors import BackendUnavailable, InvalidInput
+from fleetlab.core.settings import SERVED_APART, Settings
 
 RELEASE = "2026.3.0"
 PACKAGES = (
@@ -51,7 +51,7 @@ PACKAGES = (
     "flask-cors==6.0.5",
 )
 MINIMUM_PYTHON = (3, 13)
-PYTHON_VARIABLE = "FLEETLAB_LOCALSTACK_PYTHON"
+PYTHON_VARIABLE = Settings.variable_of("localstack_python")
 HOST = "127.0.0.1"
 LOCALSTACK_PORT = 4566
 MOTO_PORT = 4567
@@ -229,7 +229,7 @@ def find_python(environ: Mapping[str, str] = os.environ) -> str:
     ``python3`` on PATH and pyenv's installed versions. BackendUnavailable,
     with how to get one, when there is none.
     """
-    chosen = environ.get(PYTHON_VARIABLE, "").strip()
+    chosen = Settings.from_env(environ).localstack_python
     if chosen:
         if not _is_recent_python(chosen):
             raise InvalidInput(
