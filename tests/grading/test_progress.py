@@ -6,19 +6,19 @@ import time_machine
 
 from fleetlab.cli import main
 from fleetlab.course.grading import progress
-from fleetlab.course.grading.results import CheckResult, Status
+from fleetlab.course.grading.results import CheckResult, CheckStatus
 
 
-def result(check_id="00.planes", status=Status.PASS, points=1.0, grader_adds=0):
+def result(check_id="00.planes", status=CheckStatus.PASS, points=1.0, grader_adds=0):
     return CheckResult(check_id, "Name the three planes", status, points, 1, "", grader_adds=grader_adds)
 
 
 def public_pass():
-    return result(status=Status.PUBLIC_PASS, points=None, grader_adds=4)
+    return result(status=CheckStatus.PUBLIC_PASS, points=None, grader_adds=4)
 
 
 def test_results_are_recorded_as_json_under_fleetlab_home(fleetlab_home):
-    progress.record(result(status=Status.FAIL, points=None))
+    progress.record(result(status=CheckStatus.FAIL, points=None))
     progress.record(result())
     data = json.loads((fleetlab_home / "progress.json").read_text())
     entry = data["checks"]["00.planes"]

@@ -7,7 +7,7 @@ import pytest
 
 from fleetlab.core.errors import ConfigError
 from fleetlab.core.settings import EXPECTATIONS, Settings, settings
-from fleetlab.course.grading.results import Status
+from fleetlab.course.grading.results import CheckStatus
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "settings.md"
 
@@ -92,7 +92,7 @@ def test_the_endpoints_served_apart_are_named_by_service():
 
 
 def test_the_expectations_are_check_statuses():
-    assert set(EXPECTATIONS) == {Status.PASS, Status.NOT_YET}
+    assert set(EXPECTATIONS) == {CheckStatus.PASS, CheckStatus.NOT_YET}
 
 
 def documented_variables() -> list[str]:

@@ -23,7 +23,7 @@ from fleetlab.core.errors import FleetlabError
 from fleetlab.core.settings import settings
 from fleetlab.course.grading import handover, learner, progress, registry
 from fleetlab.course.grading.display import show
-from fleetlab.course.grading.results import CheckResult, Status, refused
+from fleetlab.course.grading.results import CheckResult, CheckStatus, refused
 from fleetlab.course.grading.runner import CheckBackend, run_check
 
 GRADES_MIME = "application/vnd.fleetlab.grades+v1+json"
@@ -113,7 +113,7 @@ def _enforce_expectation(result: CheckResult) -> None:
     wanted = settings().expect_checks
     if wanted is None:
         return
-    met = result.passed if wanted == Status.PASS else result.status == Status.NOT_YET
+    met = result.passed if wanted == CheckStatus.PASS else result.status == CheckStatus.NOT_YET
     if not met:
         raise UnexpectedCheckStatus(
             f"check {result.id} says {str(result.status)!r} where {EXPECT_ENV} expects {wanted!r}: {result.diagnosis}"
