@@ -1,6 +1,6 @@
 """The other ways to install and run the course stay in step with pyproject.toml.
 
-``environment.yml`` (conda) must carry pyproject's pins exactly; ``docker-compose.yml``
+``environment.yml`` (conda) must carry the pins of the three distributions' pyproject.toml files exactly; ``docker-compose.yml``
 must pin its images, publish ports on loopback only, keep secrets out of the file, and
 set the environment variables that ``fleetlab.backends.backend`` reads. Docker is not needed:
 the files are parsed, not run.
@@ -25,10 +25,22 @@ INTERPOLATION = re.compile(r"^\$\{[A-Z_][A-Z0-9_]*(:?-)?\}$")
 # --- loading ---------------------------------------------------------------------
 
 
+DISTRIBUTIONS = ("pyproject.toml", "tools/pyproject.toml", "instructor/pyproject.toml")
+"""The library's, the tooling's and the instructor's pyproject.toml: one environment installs all three."""
+
+
 @pytest.fixture(scope="module")
 def pyproject() -> dict:
     """pyproject.toml, parsed."""
     return tomllib.loads((REPO / "pyproject.toml").read_text())
+
+
+def distribution_pins() -> list[str]:
+    """Every third-party requirement of the three distributions: dependencies and all optional extras."""
+    pins = []
+    for path in DISTRIBUTIONS:
+        pins.extend(project_pins(tomllib.loads((REPO / path).read_text())))
+    return [pin for pin in pins if not requirement_name(pin).startswith("fleetlab")]
 
 
 @pytest.fixture(scope="module")
@@ -112,17 +124,23 @@ def test_conda_env_installs_pip(conda_env: dict) -> None:
     assert "pip" in conda_packages(conda_env)
 
 
-def test_every_pyproject_pin_is_in_the_conda_env(conda_env: dict, pyproject: dict) -> None:
-    """Each pin of pyproject (dependencies and extras) appears, identical, in pip:."""
+def test_every_pyproject_pin_is_in_the_conda_env(conda_env: dict) -> None:
+    """Each pin of the three pyproject files (dependencies and extras) appears, identical, in pip:."""
     pip_section = set(conda_pip_section(conda_env))
-    missing = [pin for pin in project_pins(pyproject) if pin not in pip_section]
+    missing = [pin for pin in distribution_pins() if pin not in pip_section]
     assert not missing, f"environment.yml lacks or differs on: {missing}"
 
 
-def test_conda_env_pins_nothing_pyproject_does_not(conda_env: dict, pyproject: dict) -> None:
+def test_conda_env_pins_nothing_pyproject_does_not(conda_env: dict) -> None:
     """No package is pinned in environment.yml alone, or pinned twice."""
     pinned = [req for req in conda_pip_section(conda_env) if not req.startswith("-")]
-    assert sorted(pinned) == sorted(project_pins(pyproject))
+    assert sorted(pinned) == sorted(distribution_pins())
+
+
+def test_every_third_party_requirement_is_pinned() -> None:
+    """A distribution names each package it needs at one exact version (``name==version``)."""
+    unpinned = [pin for pin in distribution_pins() if "==" not in pin]
+    assert not unpinned, f"pin these to the version installed and tested: {unpinned}"
 
 
 def test_conda_env_installs_the_project_with_its_extras(conda_env: dict, pyproject: dict) -> None:

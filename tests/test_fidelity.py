@@ -180,6 +180,36 @@ def test_table_records_the_versions_measured(probed: dict[str, Probed], backend_
     assert set(versions) == {"moto", "boto3", "probes"}
 
 
+def probe_measuring(feature_id: str) -> Probe:
+    return next(p for p in fidelity.probes.PROBES if feature_id in {feature.id for feature in p.features})
+
+
+@pytest.mark.parametrize(
+    ("feature_id", "observed"),
+    [
+        ("events.immediate_receive", "probe failed: Timeout: the event of trial 1 was not delivered within 5 s"),
+        ("events.replay_delivered",
+         "probe failed: MeasurementFailed: the original event was never delivered, so nothing could be replayed"),
+    ],
+)
+def test_an_event_never_delivered_fails_its_probe_with_the_fitting_error(
+    moto_backend: Backend, monkeypatch: pytest.MonkeyPatch, feature_id: str, observed: str
+) -> None:
+    monkeypatch.setattr(fidelity.probes, "PROBES", [probe_measuring(feature_id)])
+    monkeypatch.setattr(fidelity.Scratch, "receive", lambda self, url, *, wait: None)
+    assert probe(moto_backend, refresh=True).get(feature_id).observed == observed
+
+
+def test_a_probe_with_an_observation_missing_is_a_failed_measurement(
+    moto_backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    features = tuple(Feature(f"test.half_{n}", "A probe that observes half", aws="-", workaround="-") for n in (1, 2))
+    monkeypatch.setattr(fidelity.probes, "PROBES", [Probe(features, lambda scratch: fidelity.Observation("one", True))])
+    table = probe(moto_backend, refresh=True)
+    assert [table.get(feature.id).observed for feature in features] == [
+        "probe failed: MeasurementFailed: 1 observations for 2 features"] * 2
+
+
 def test_failed_probe_is_recorded_cleaned_up_and_not_cached(
     moto_backend: Backend, monkeypatch: pytest.MonkeyPatch
 ) -> None:

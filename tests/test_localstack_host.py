@@ -16,14 +16,18 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
+import psutil
 import pytest
 from fleetlab_tools.localstack import host
 
-from fleetlab.backends.backend import SERVED_APART, open_backend
+from fleetlab.backends.backend import open_backend
 from fleetlab.cli import main
+from fleetlab.core.clock import wait_until
 from fleetlab.core.errors import BackendUnavailable, InvalidInput
+from fleetlab.core.settings import SERVED_APART
 
 
 def free_port() -> int:
@@ -170,7 +174,7 @@ def test_up_refuses_a_taken_port_before_installing_anything(home: host.Home) -> 
     assert host.read_record(home) == []
 
 
-def test_stop_ends_the_process_group_it_started(home: host.Home, started: list[host.Started]) -> None:
+def test_stop_ends_the_process_it_started(home: host.Home, started: list[host.Started]) -> None:
     process = host.start_process(sleeper(), home)
     started.append(process)
     assert host.is_running(process)
@@ -178,12 +182,33 @@ def test_stop_ends_the_process_group_it_started(home: host.Home, started: list[h
     assert not host.is_running(process)
 
 
+def gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def test_stop_ends_the_processes_the_started_one_started_too(home: host.Home, started: list[host.Started]) -> None:
+    spawner = sleeper(prints="")
+    body = ("import subprocess, sys, time\n"
+            "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'])\n"
+            "print(child.pid, flush=True)\ntime.sleep(120)")
+    process = host.start_process(replace(spawner, command=(sys.executable, "-c", body)), home)
+    started.append(process)
+    log = Path(process.log)
+    grandchild = int(wait_until(lambda: log.read_text().strip(), timeout=30, what="the child's pid in the log"))
+    assert psutil.Process(grandchild).ppid() == process.pid
+    assert host.stop(process, grace=5) == f"stopped sleeper (pid {process.pid})"
+    assert gone(process.pid) and gone(grandchild)
+
+
 def test_down_stops_only_recorded_processes_that_are_still_the_same(
     home: host.Home, started: list[host.Started]
 ) -> None:
     ours = host.start_process(sleeper("ours"), home)
     started.append(ours)
-    impostor = host.Started("impostor", os.getpid(), "Thu Jan  1 00:00:00 1970", 1, str(home.log("impostor")))
+    impostor = host.Started("impostor", os.getpid(), 0.0, 1, str(home.log("impostor")))  # this PID, not that process
     home.run.mkdir(parents=True, exist_ok=True)
     home.record.write_text(json.dumps([vars(ours), vars(impostor)]))
 

@@ -29,10 +29,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from fleetlab.course.grading.registry import checks_of, shipped_labs
 from fleetlab_instructor import checks as instructor_checks
 from fleetlab_instructor.checks import side_of
+
+from fleetlab.course.grading.registry import checks_of, shipped_labs
 
 pytestmark = pytest.mark.packaging
 

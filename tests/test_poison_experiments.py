@@ -19,6 +19,47 @@ def lab():
     backend.close()
 
 
+@pytest.fixture
+def failures(monkeypatch):
+    """The error of every failed attempt the experiments' workers and batch pollers report."""
+    seen = []
+
+    class Worker(poison.QueueWorker):
+        def poll_once(self, *args, **kwargs):
+            outcomes = super().poll_once(*args, **kwargs)
+            seen.extend(outcome.error for outcome in outcomes if outcome.status == "failed")
+            return outcomes
+
+    class Poller(poison.BatchPoller):
+        def poll_once(self):
+            outcome = super().poll_once()
+            seen.extend([outcome.error] if outcome.error else [])
+            return outcome
+
+    monkeypatch.setattr(poison, "QueueWorker", Worker)
+    monkeypatch.setattr(poison, "BatchPoller", Poller)
+    return seen
+
+
+def test_a_poison_step_fails_as_invalid_input_naming_the_tool_output(lab, failures):
+    backend, topology = lab
+    poison.receives_until_parked(backend, topology.queue("researcher"), "conv-71-step-1")
+    assert failures and set(failures) == {"InvalidInput: tool output: cannot be parsed"}
+
+
+def test_the_stuck_fifo_step_fails_as_a_model_error(lab, failures):
+    backend, _ = lab
+    poison.head_of_line(backend, new_prefix("t03"))
+    assert failures and set(failures) == {
+        "ModelError: conv-2-step-2: the model rejects this input every time"}
+
+
+def test_a_handler_that_raises_for_a_failed_record_reports_which_records_failed(lab, failures):
+    backend, _ = lab
+    poison.batch_of_ten(backend, new_prefix("t03"), failing={"conv-1-step-4": 1}, response="raise")
+    assert failures and all(error.startswith("PartlyRefused: 1 record(s) failed") for error in failures)
+
+
 def test_a_poison_step_is_received_max_receive_count_times_then_found_in_the_dlq(lab):
     backend, topology = lab
     queue = topology.queue("researcher")

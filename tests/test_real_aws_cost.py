@@ -15,7 +15,7 @@ from datetime import date
 from pathlib import Path
 
 import pytest
-from fleetlab_tools.callcount import CallCounts, ProcessCalls, count_notebook
+from fleetlab_tools.callcount import CallCounts, ProcessCalls, count_contract_suite, count_notebook
 
 import fleetlab
 from fleetlab.backends.backend import open_backend
@@ -79,6 +79,15 @@ def test_a_failing_cell_stops_the_count_and_is_named(tmp_path):
     path = counted_notebook(tmp_path / "09_broken.ipynb", "x = 1", "raise ValueError('no queue')")
     with pytest.raises(MeasurementFailed, match=r"09_broken.ipynb: cell 2 stopped the count: ValueError: no queue"):
         count_notebook(path, env={**os.environ, "FLEETLAB_HOME": str(tmp_path / "home")}, timeout=60)
+
+
+def test_a_contract_suite_that_fails_is_a_failed_measurement_not_a_count(monkeypatch):
+    monkeypatch.setenv("FLEETLAB_CONTRACT_BACKENDS", "moto")  # restored afterwards: the count sets it
+    ran = []
+    monkeypatch.setattr(pytest, "main", lambda args: ran.append(args) or 1)
+    with pytest.raises(MeasurementFailed, match=r"the contract suite failed on moto \(pytest exit 1\)"):
+        count_contract_suite(REPO)
+    assert ran and ran[0][-1] == str(REPO / "tests" / "contract")
 
 
 def make_counted_calls(backend) -> None:

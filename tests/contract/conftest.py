@@ -9,18 +9,15 @@ One backend is open at a time: the fixture is module-scoped and pytest
 finishes one parameter before opening the next.
 """
 
-import os
-
 import pytest
 
 from fleetlab.backends.backend import open_backend
 from fleetlab.composition.cost import require_opt_in
 from fleetlab.composition.topology import AgentClass, TopologySpec, new_prefix, provision
 from fleetlab.core.errors import FleetlabError
+from fleetlab.core.settings import settings
 
-CONTRACT_BACKENDS = [
-    name.strip() for name in os.environ.get("FLEETLAB_CONTRACT_BACKENDS", "moto,moto-server").split(",") if name.strip()
-]
+CONTRACT_BACKENDS = list(settings().contract_backends)
 
 
 @pytest.fixture(scope="module", params=CONTRACT_BACKENDS)

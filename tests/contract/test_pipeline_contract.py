@@ -13,8 +13,8 @@ from fleetlab.core.ledger import EffectsLedger
 from fleetlab.core.tracing import Tracer
 from fleetlab.services.agents.model import FakeModel, LatencyProfile, ModelResult
 from fleetlab.services.events.envelope import Envelope
-from fleetlab.services.sqs.messages import held
 from fleetlab.services.sqs.esm import BatchPoller
+from fleetlab.services.sqs.messages import held
 from fleetlab.services.sqs.worker import QueueWorker
 from fleetlab.services.state.idempotency import Claim, IdempotencyStore
 

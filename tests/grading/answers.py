@@ -36,3 +36,7 @@ def spins(x):
 def waits_forever(clock):
     while True:
         clock.sleep(60)
+
+
+def polls_forever(clock):
+    return clock.wait_until(lambda: False, timeout=10**9, what="something that never happens")

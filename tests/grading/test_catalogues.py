@@ -18,7 +18,7 @@ from fleetlab_instructor.checks import full_check, side_of
 
 from fleetlab.course import lab
 from fleetlab.course.grading import registry, run_check
-from fleetlab.course.grading.results import Status
+from fleetlab.course.grading.results import CheckStatus
 
 from .conftest import load_fixture_checks
 
@@ -68,14 +68,14 @@ def test_every_check_has_a_reference_both_catalogues_and_hidden_cases(check, sid
                          ids=[f"{name}-{check.id}" for check, _, name in REFERENCES])
 def test_the_reference_passes_every_case(check, side, backend):
     graded = run_check(check, side.reference, include_hidden=True)
-    assert (graded.status, graded.points) == (Status.PASS, check.points), graded.diagnosis
+    assert (graded.status, graded.points) == (CheckStatus.PASS, check.points), graded.diagnosis
 
 
 @pytest.mark.parametrize(("check", "right", "backend"), RIGHT, indirect=["backend"],
                          ids=[f"{name}-{c.id}: {r.name}" for c, r, name in RIGHT])
 def test_each_right_but_different_answer_passes_every_case(check, right, backend):
     graded = run_check(check, right.answer, include_hidden=True)
-    assert (graded.status, graded.points) == (Status.PASS, check.points), graded.diagnosis
+    assert (graded.status, graded.points) == (CheckStatus.PASS, check.points), graded.diagnosis
 
 
 @pytest.mark.parametrize(("check", "wrong", "backend"), WRONG, indirect=["backend"],
@@ -83,13 +83,13 @@ def test_each_right_but_different_answer_passes_every_case(check, right, backend
 def test_each_known_wrong_answer_is_rejected_with_its_diagnosis(check, wrong, backend):
     in_notebook = run_check(check, wrong.answer)
     if wrong.public:
-        assert in_notebook.status == Status.FAIL, f"the public cases let it through: {in_notebook.diagnosis}"
+        assert in_notebook.status == CheckStatus.FAIL, f"the public cases let it through: {in_notebook.diagnosis}"
         assert wrong.expect in in_notebook.diagnosis, "the learner would not see the expected diagnosis"
         return
-    assert in_notebook.status == Status.PUBLIC_PASS, "public=False means only hidden cases catch it"
+    assert in_notebook.status == CheckStatus.PUBLIC_PASS, "public=False means only hidden cases catch it"
     graded = run_check(check, wrong.answer, include_hidden=True)
-    assert graded.status == Status.FAIL and graded.points < check.points
-    failing_hidden = [case for case in graded.cases if case.hidden and case.status == Status.FAIL]
+    assert graded.status == CheckStatus.FAIL and graded.points < check.points
+    failing_hidden = [case for case in graded.cases if case.hidden and case.status == CheckStatus.FAIL]
     assert any(wrong.expect in case.diagnosis for case in failing_hidden), [c.diagnosis for c in failing_hidden]
 
 

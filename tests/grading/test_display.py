@@ -1,21 +1,33 @@
+import json
+
 import pytest
 
+from fleetlab.core.status import Status
 from fleetlab.course.grading import display
-from fleetlab.course.grading.results import CaseResult, CheckResult, Status
+from fleetlab.course.grading.results import CaseResult, CheckResult, CheckStatus
+
+
+def test_a_check_status_is_a_fleetlab_status_and_shows_as_the_same_string():
+    assert issubclass(CheckStatus, Status)
+    assert [str(status) for status in CheckStatus] == ["pass", "public pass", "fail", "not yet", "error", "skipped"]
+    assert repr([CheckStatus.PUBLIC_PASS]) == "['public pass']"  # a notebook printing statuses reads the strings
+    assert json.dumps({"status": CheckStatus.NOT_YET}) == '{"status": "not yet"}'  # as progress.json keeps it
+
 
 SCORING = "3 points, 0.75 for each of 4 cases (3 here, 1 more at grading)"
 
 
-def result(status=Status.FAIL, diagnosis="alert-7 filed 2 tickets: the redelivery at receive 2 ran the effect again"):
+def result(status=CheckStatus.FAIL,
+           diagnosis="alert-7 filed 2 tickets: the redelivery at receive 2 ran the effect again"):
     cases = [
         CaseResult("redelivered", status, diagnosis),
-        CaseResult("secret hidden case", Status.FAIL, "hidden input 12345", hidden=True),
+        CaseResult("secret hidden case", CheckStatus.FAIL, "hidden input 12345", hidden=True),
     ]
     return CheckResult("99.dedupe", "File one ticket per alert", status, 0.75, 3, diagnosis, cases, 0, SCORING)
 
 
-def in_notebook(status=Status.FAIL, diagnosis="alert-7 filed 2 tickets"):
-    cases = [CaseResult("redelivered", Status.PASS), CaseResult("a failing ticket call", status, diagnosis)]
+def in_notebook(status=CheckStatus.FAIL, diagnosis="alert-7 filed 2 tickets"):
+    cases = [CaseResult("redelivered", CheckStatus.PASS), CaseResult("a failing ticket call", status, diagnosis)]
     return CheckResult("99.dedupe", "File one ticket per alert", status, None, 3, diagnosis, cases, 2, SCORING)
 
 
@@ -27,12 +39,12 @@ def test_text_names_the_check_status_points_and_diagnosis():
 
 
 def test_in_a_notebook_a_pass_says_what_it_covers_and_never_shows_points():
-    text = display.as_text(in_notebook(Status.PUBLIC_PASS, "all 2 public cases pass"))
+    text = display.as_text(in_notebook(CheckStatus.PUBLIC_PASS, "all 2 public cases pass"))
     first = text.splitlines()[0]
     assert first == "◐ 99.dedupe File one ticket per alert: public cases pass (the grader adds 2 more)"
     assert f"scoring: {SCORING}" in text
     assert "/3" not in text
-    html = display.as_html(in_notebook(Status.PUBLIC_PASS, "all 2 public cases pass"))
+    html = display.as_html(in_notebook(CheckStatus.PUBLIC_PASS, "all 2 public cases pass"))
     assert "public cases pass (the grader adds 2 more)" in html and "/3" not in html
 
 
@@ -55,7 +67,7 @@ def test_html_escapes_what_the_learner_wrote():
 
 def test_points_are_written_plainly():
     assert [display.format_points(p) for p in (1, 2.0, 1.5)] == ["1", "2", "1.5"]
-    assert "1/1 point" in display.as_text(CheckResult("00.planes", "t", Status.PASS, 1, 1, "all 4 cases pass"))
+    assert "1/1 point" in display.as_text(CheckResult("00.planes", "t", CheckStatus.PASS, 1, 1, "all 4 cases pass"))
 
 
 class FakeShell:

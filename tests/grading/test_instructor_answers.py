@@ -11,7 +11,7 @@ from nbformat.v4 import new_code_cell, new_notebook
 
 from fleetlab.cli import main
 from fleetlab.course.grading import check
-from fleetlab.course.grading.results import Status
+from fleetlab.course.grading.results import CheckStatus
 
 OWN_ANSWER = {
     "event bus": "control", "rules": "control", "state machine": "control", "work queues": "work",
@@ -48,7 +48,7 @@ def test_a_notebook_that_imports_a_reference_answer_scores_nothing_and_the_grade
 def test_check_refuses_an_answer_function_from_the_instructors_package_and_says_why():
     taken = planes.RIGHT_ANSWERS[0].answer  # a function defined in the instructor's package
     result = check("00.planes", taken)
-    assert (result.status, result.cases) == (Status.FAIL, [])
+    assert (result.status, result.cases) == (CheckStatus.FAIL, [])
     assert "fleetlab_instructor.checks.lab00.planes.<lambda>, from the instructor's package" in result.diagnosis
     assert "scores nothing; write it yourself" in result.diagnosis
 
@@ -57,13 +57,13 @@ def test_check_refuses_a_learners_function_that_calls_the_instructors_answer():
     namespace = {"reference": planes.RIGHT_ANSWERS[0].answer}
     exec("def mine():\n    return dict(reference())", namespace)  # a notebook cell's function
     result = check("00.planes", namespace["mine"])
-    assert result.status == Status.FAIL and "from the instructor's package" in result.diagnosis
+    assert result.status == CheckStatus.FAIL and "from the instructor's package" in result.diagnosis
 
 
 def test_a_learners_own_function_passes_as_before():
     namespace = {"planes": dict(OWN_ANSWER)}
     exec("def mine():\n    return dict(planes)", namespace)
-    assert check("00.planes", namespace["mine"]).status == Status.PUBLIC_PASS
+    assert check("00.planes", namespace["mine"]).status == CheckStatus.PUBLIC_PASS
 
 
 def test_check_refuses_the_librarys_own_callback_worker_as_the_answer_to_04_callback():
@@ -74,5 +74,5 @@ def test_check_refuses_the_librarys_own_callback_worker_as_the_answer_to_04_call
          "    return answer_task(sfn, token, work, heartbeat_seconds, clock)", namespace)
     for taken in (answer_task, namespace["respond"]):
         result = check("04.callback", taken)
-        assert result.status == Status.FAIL, result.diagnosis
+        assert result.status == CheckStatus.FAIL, result.diagnosis
         assert "answer_task, the library's own answer to 04.callback" in result.diagnosis

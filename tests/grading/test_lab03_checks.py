@@ -4,7 +4,7 @@ the learner's own bug is reported as theirs, and diagnoses come from what happen
 import pytest
 
 from fleetlab.course.grading import get_check, run_check
-from fleetlab.course.grading.results import Status
+from fleetlab.course.grading.results import CheckStatus
 
 
 @pytest.fixture(autouse=True)
@@ -23,7 +23,7 @@ def test_a_triage_that_never_finds_the_dlq_empty_is_stopped_and_told_why():
         return counts
 
     result = run_check(get_check("03.triage"), until_empty)
-    assert result.status == Status.FAIL
+    assert result.status == CheckStatus.FAIL
     assert "VisibilityTimeout=0 shows them again at once" in result.cases[0].diagnosis
 
 
@@ -32,7 +32,7 @@ def test_a_bug_in_the_batch_handler_is_the_learners_not_a_lost_record():
         return {"batchItemFailures": [{"itemIdentifier": record["messageid"]} for record in event["Records"]]}
 
     result = run_check(get_check("03.batch"), typo)
-    assert result.status == Status.FAIL
+    assert result.status == CheckStatus.FAIL
     assert result.cases[0].diagnosis.startswith("your code raised KeyError: 'messageid'")
 
 

@@ -13,7 +13,7 @@ from fleetlab.course.checks.lab05 import burst as burst_check
 from fleetlab.course.checks.lab05 import queue_length
 from fleetlab.course.experiments.autoscaling import MODEL_QUEUE, burst
 from fleetlab.course.grading import get_check, run_check
-from fleetlab.course.grading.results import Status
+from fleetlab.course.grading.results import CheckStatus
 
 
 @pytest.fixture
@@ -50,7 +50,7 @@ def test_each_burst_mistake_is_caught_by_a_public_case_that_names_its_rule():
     assert named <= rules
     for wrong in side_of(check.id).wrong_answers:
         if wrong.public:
-            assert run_check(check, wrong.answer).status == Status.FAIL, wrong.name
+            assert run_check(check, wrong.answer).status == CheckStatus.FAIL, wrong.name
 
 
 def test_a_diagnosis_says_when_and_on_what_reading_the_answer_went_wrong():

@@ -9,7 +9,7 @@ from fleetlab.core.errors import InvalidInput
 from fleetlab.course.checks.lab06.targets import Scenario
 from fleetlab.course.experiments.replay import BILLING_WEBHOOK
 from fleetlab.course.grading import get_check, run_check
-from fleetlab.course.grading.results import Status
+from fleetlab.course.grading.results import CheckStatus
 
 
 def stub_targets(target, replay_age): ...
@@ -22,7 +22,7 @@ def stub_window(facts):
 @pytest.mark.parametrize(("check_id", "answer"), [("06.targets", stub_targets), ("06.window", stub_window),
                                                   ("06.pattern", ...), ("06.retry_policy", ...)])
 def test_an_unfinished_exercise_says_not_yet(check_id, answer):
-    assert run_check(get_check(check_id), answer).status == Status.NOT_YET
+    assert run_check(get_check(check_id), answer).status == CheckStatus.NOT_YET
 
 
 def window_that_forgets_there_may_be_no_archive(facts):
@@ -32,10 +32,10 @@ def window_that_forgets_there_may_be_no_archive(facts):
 
 def test_a_learners_own_error_is_reported_as_theirs_by_the_hidden_case_that_triggers_it():
     check = full_check("06.window")
-    assert run_check(check, window_that_forgets_there_may_be_no_archive).status == Status.PUBLIC_PASS
+    assert run_check(check, window_that_forgets_there_may_be_no_archive).status == CheckStatus.PUBLIC_PASS
     graded = run_check(check, window_that_forgets_there_may_be_no_archive, include_hidden=True)
-    assert graded.status == Status.FAIL and 0 < graded.points < check.points
-    failed = [case for case in graded.cases if case.status == Status.FAIL]
+    assert graded.status == CheckStatus.FAIL and 0 < graded.points < check.points
+    failed = [case for case in graded.cases if case.status == CheckStatus.FAIL]
     assert [case.name for case in failed] == ["no archive at all: 1 h of retries, 4-day retention"]
     assert "your code raised TypeError" in failed[0].diagnosis
 
@@ -47,12 +47,12 @@ def test_a_learners_own_error_is_reported_as_theirs_by_the_hidden_case_that_trig
 ])
 def test_an_answer_of_the_wrong_kind_is_refused_saying_what_to_return(check_id, answer, expect):
     result = run_check(get_check(check_id), answer)
-    assert result.status == Status.FAIL and expect in result.diagnosis
+    assert result.status == CheckStatus.FAIL and expect in result.diagnosis
 
 
 def test_a_pattern_this_backend_takes_but_aws_refuses_fails_in_aws_words():
     result = run_check(get_check("06.pattern"), {"source": ["fleet.coordinator"], "replay-name": [{"exists": 0}]})
-    assert result.status == Status.FAIL
+    assert result.status == CheckStatus.FAIL
     assert "AWS refuses this pattern" in result.diagnosis and "either true or false" in result.diagnosis
 
 

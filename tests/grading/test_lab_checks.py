@@ -8,13 +8,13 @@ from fleetlab.core.errors import StepFailed
 from fleetlab.course.checks.lab01 import visibility
 from fleetlab.course.checks.lab02 import consumer
 from fleetlab.course.grading import get_check, run_check, runner
-from fleetlab.course.grading.results import Status
+from fleetlab.course.grading.results import CheckStatus
 
 
 @pytest.mark.parametrize("check_id", ["00.planes", "02.window", "05.max_replicas", "05.bill"])
 def test_pure_checks_never_open_or_wait_on_a_backend(check_id, monkeypatch):
     monkeypatch.setattr(runner, "open_backend", lambda: pytest.fail(f"{check_id} opened a backend"))
-    assert run_check(full_check(check_id), side_of(check_id).reference, include_hidden=True).status == Status.PASS
+    assert run_check(full_check(check_id), side_of(check_id).reference, include_hidden=True).status == CheckStatus.PASS
 
 
 def test_window_durations_are_exact_where_rounding_would_make_them_read_alike():
@@ -27,7 +27,7 @@ def test_window_durations_are_exact_where_rounding_would_make_them_read_alike():
 
 def test_a_conservative_window_passes():
     three_times = lambda retry, retention, replay: 3 * (retry + retention + replay)  # noqa: E731
-    assert run_check(full_check("02.window"), three_times, include_hidden=True).status == Status.PASS
+    assert run_check(full_check("02.window"), three_times, include_hidden=True).status == CheckStatus.PASS
 
 
 def test_a_lease_claim_is_diagnosed_from_the_key_it_found_not_from_the_case():
@@ -53,7 +53,7 @@ def test_a_heartbeat_at_the_exact_boundary_fails_a_public_case_saying_the_bounda
         vis, lambda: sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=handle, VisibilityTimeout=vis)
     )
     result = run_check(get_check("01.heartbeat"), tie)
-    assert result.status == Status.FAIL
+    assert result.status == CheckStatus.FAIL
     assert "at the very instant your heartbeat extended it" in result.diagnosis
 
 
@@ -73,5 +73,5 @@ def test_a_step_that_fails_inside_the_heartbeat_raises_fleetlabs_own_step_failed
             self.beat.__exit__(kind, *error)
 
     result = run_check(get_check("01.heartbeat"), Recording)
-    assert result.status == Status.PUBLIC_PASS, result.diagnosis
+    assert result.status == CheckStatus.PUBLIC_PASS, result.diagnosis
     assert seen == [None, StepFailed]

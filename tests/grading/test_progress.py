@@ -1,4 +1,6 @@
 import json
+import subprocess
+import sys
 import threading
 from datetime import UTC, datetime, timedelta
 
@@ -6,19 +8,19 @@ import time_machine
 
 from fleetlab.cli import main
 from fleetlab.course.grading import progress
-from fleetlab.course.grading.results import CheckResult, Status
+from fleetlab.course.grading.results import CheckResult, CheckStatus
 
 
-def result(check_id="00.planes", status=Status.PASS, points=1.0, grader_adds=0):
+def result(check_id="00.planes", status=CheckStatus.PASS, points=1.0, grader_adds=0):
     return CheckResult(check_id, "Name the three planes", status, points, 1, "", grader_adds=grader_adds)
 
 
 def public_pass():
-    return result(status=Status.PUBLIC_PASS, points=None, grader_adds=4)
+    return result(status=CheckStatus.PUBLIC_PASS, points=None, grader_adds=4)
 
 
 def test_results_are_recorded_as_json_under_fleetlab_home(fleetlab_home):
-    progress.record(result(status=Status.FAIL, points=None))
+    progress.record(result(status=CheckStatus.FAIL, points=None))
     progress.record(result())
     data = json.loads((fleetlab_home / "progress.json").read_text())
     entry = data["checks"]["00.planes"]
@@ -50,6 +52,27 @@ def test_concurrent_records_are_all_kept():
     for thread in threads:
         thread.join(timeout=10)
     assert set(ids) <= set(progress.load())
+
+
+def test_another_kernel_cannot_take_the_lock_while_a_result_is_recorded(fleetlab_home):
+    try_lock = ("import sys, filelock\n"
+                "try:\n    filelock.FileLock(sys.argv[1]).acquire(timeout=0)\n"
+                "except filelock.Timeout:\n    sys.exit(3)\n")
+    with progress._locked():
+        held = subprocess.run([sys.executable, "-c", try_lock, str(fleetlab_home / "progress.lock")], timeout=60)
+    assert held.returncode == 3
+    free = subprocess.run([sys.executable, "-c", try_lock, str(fleetlab_home / "progress.lock")], timeout=60)
+    assert free.returncode == 0
+
+
+def test_progress_is_saved_where_there_is_no_fcntl(fleetlab_home):
+    """As on Windows: the lock comes from filelock, never from fcntl."""
+    record = ("import sys\nsys.modules['fcntl'] = None  # importing it now fails, as on Windows\n"
+              "from fleetlab.course.grading import progress\n"
+              "from fleetlab.course.grading.results import CheckResult, CheckStatus\n"
+              "progress.record(CheckResult('00.planes', 'Name the three planes', CheckStatus.PASS, 1.0, 1, ''))\n")
+    subprocess.run([sys.executable, "-W", "ignore::UserWarning", "-c", record], check=True, timeout=120)
+    assert progress.load()["00.planes"]["status"] == "pass"
 
 
 def test_rows_list_every_check_of_a_lab_run_or_not():

@@ -8,9 +8,9 @@ from fleetlab.backends.backend import Backend
 from fleetlab.core.clock import VirtualClock, wait_until
 from fleetlab.core.timescale import ScaledClock
 from fleetlab.course import lab
-from fleetlab.course.grading import Case, CaseOutcome, Status, get_check, register, registry, run_check, runner
+from fleetlab.course.grading import Case, CaseOutcome, CheckStatus, get_check, register, registry, run_check, runner
 
-from .answers import body_is_ellipsis, divides, not_written, spins, waits_forever
+from .answers import body_is_ellipsis, divides, not_written, polls_forever, spins, waits_forever
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ def case_threads():
 
 def test_a_right_answer_passes_every_case_with_full_points_when_graded():
     result = run_check(DOUBLE, lambda x: 2 * x, include_hidden=True)
-    assert (result.status, result.points, result.max_points, result.passed) == (Status.PASS, 3, 3, True)
+    assert (result.status, result.points, result.max_points, result.passed) == (CheckStatus.PASS, 3, 3, True)
     assert [(case.name, case.hidden) for case in result.cases] == [
         ("one", False),
         ("two", False),
@@ -66,7 +66,7 @@ def test_a_right_answer_passes_every_case_with_full_points_when_graded():
 
 def test_the_notebook_runs_only_public_cases_and_never_scores():
     result = run_check(DOUBLE, lambda x: 2 * x if x > 0 else 0)
-    assert (result.status, result.points, result.grader_adds, result.passed) == (Status.PUBLIC_PASS, None, 1, True)
+    assert (result.status, result.points, result.grader_adds, result.passed) == (CheckStatus.PUBLIC_PASS, None, 1, True)
     assert all(not case.hidden for case in result.cases)
     assert result.diagnosis == "all 2 public cases pass; no points until the grader has run every case"
     assert result.scoring == "3 points, 1 for each of 3 cases (2 here, 1 more at grading)"
@@ -76,21 +76,21 @@ def test_a_check_without_hidden_cases_is_scored_in_the_notebook():
     with registry.isolated():
         register("98.open", title="open", points=2, public=[Number("one", 1)])(doubles)
         result = run_check(get_check("98.open"), lambda x: 2 * x)
-    assert (result.status, result.points) == (Status.PASS, 2)
+    assert (result.status, result.points) == (CheckStatus.PASS, 2)
 
 
 def test_graded_points_split_per_case_unless_all_or_nothing():
     only_positive = lambda x: 2 * x if x > 0 else 0  # noqa: E731 - passes the public cases only
     split = run_check(DOUBLE, only_positive, include_hidden=True)
-    assert (split.status, split.points) == (Status.FAIL, 2)
+    assert (split.status, split.points) == (CheckStatus.FAIL, 2)
     whole = run_check(WHOLE, only_positive, include_hidden=True)
-    assert (whole.status, whole.points) == (Status.FAIL, 0)
+    assert (whole.status, whole.points) == (CheckStatus.FAIL, 0)
     assert whole.scoring == "3 points for all 3 cases together (2 here, 1 more at grading): doubling is one skill"
 
 
 def test_a_wrong_answer_fails_with_the_harness_diagnosis_and_no_score_in_the_notebook():
     result = run_check(DOUBLE, lambda x: x + 1)
-    assert (result.status, result.points) == (Status.FAIL, None)
+    assert (result.status, result.points) == (CheckStatus.FAIL, None)
     assert result.diagnosis == "double(2) returned 3, not 4"  # case one passes: 1 + 1 == 2
 
 
@@ -102,7 +102,7 @@ def test_failures_that_differ_are_counted():
 @pytest.mark.parametrize("answer", [..., not_written, body_is_ellipsis])
 def test_unfinished_work_says_not_yet_never_a_traceback(answer):
     result = run_check(DOUBLE, answer)
-    assert (result.status, result.points) == (Status.NOT_YET, None)
+    assert (result.status, result.points) == (CheckStatus.NOT_YET, None)
     assert result.diagnosis.startswith("not yet:")
     assert run_check(DOUBLE, answer, include_hidden=True).points == 0
 
@@ -196,9 +196,9 @@ def test_a_check_that_asks_for_a_function_refuses_anything_else_before_any_case(
         in_notebook = run_check(get_check("98.fn"), 2)
         graded = run_check(get_check("98.fn").with_hidden([Number("two", 2)]), 2, include_hidden=True)
     assert (in_notebook.status, in_notebook.diagnosis, in_notebook.cases) == (
-        Status.FAIL, "pass the function itself: check('98.fn', double)", []
+        CheckStatus.FAIL, "pass the function itself: check('98.fn', double)", []
     )
-    assert (graded.status, graded.points) == (Status.FAIL, 0)
+    assert (graded.status, graded.points) == (CheckStatus.FAIL, 0)
 
 
 # --------------------------------------------------------------------------- time on a real clock
@@ -252,13 +252,14 @@ def test_when_the_waits_run_out_the_diagnosis_blames_the_backend_not_the_learner
     assert result.cases[1].status == "skipped"
 
 
-def test_a_learners_own_endless_wait_on_the_clock_is_named_as_theirs(scaled_backend, monkeypatch):
+@pytest.mark.parametrize("endless", [waits_forever, polls_forever], ids=["sleep", "wait_until"])
+def test_a_learners_own_endless_wait_on_the_clock_is_named_as_theirs(scaled_backend, monkeypatch, endless):
     monkeypatch.setattr(runner, "WAIT_CAP", 0.5)
     register("98.forever", title="forever", public=[Case("a")], timeout=5)(
         lambda answer, case, ctx: CaseOutcome(answer(ctx.backend.clock))
     )
-    result = run_check(get_check("98.forever"), waits_forever)
-    assert re.fullmatch(r"timed out: your code was still waiting after 0.5 s \(in waits_forever, line \d+\); "
+    result = run_check(get_check("98.forever"), endless)
+    assert re.fullmatch(rf"timed out: your code was still waiting after 0.5 s \(in {endless.__name__}, line \d+\); "
                         r"look for a wait without a bound", result.diagnosis)
     wait_until(lambda: case_threads() == [], timeout=1, what="the stopped threads to be gone")
 

@@ -5,6 +5,7 @@ from fleetlab_instructor.checks import full_check
 from fleetlab_instructor.checks.lab00 import planes as lab00
 from fleetlab_instructor.grading.grade import hidden_cases
 
+from fleetlab.core.errors import ConfigError
 from fleetlab.course.grading import check, grade_session, progress
 from fleetlab.course.grading.session import UnexpectedCheckStatus
 
@@ -57,7 +58,7 @@ def test_ci_can_require_every_check_to_pass_or_to_say_not_yet(monkeypatch):
     monkeypatch.setenv("FLEETLAB_EXPECT_CHECKS", "pass")
     assert check("00.planes", dict(lab00.REFERENCE)).passed
     monkeypatch.setenv("FLEETLAB_EXPECT_CHECKS", "green")
-    with pytest.raises(UnexpectedCheckStatus, match="use pass or not-yet"):
+    with pytest.raises(ConfigError, match="FLEETLAB_EXPECT_CHECKS='green' is not allowed: use pass or not-yet"):
         check("00.planes", dict(lab00.REFERENCE))
     monkeypatch.setenv("FLEETLAB_EXPECT_CHECKS", "pass")
     with pytest.raises(UnexpectedCheckStatus, match="says 'fail' where FLEETLAB_EXPECT_CHECKS expects 'pass'"):

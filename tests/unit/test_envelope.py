@@ -1,5 +1,4 @@
 import json
-from dataclasses import replace
 
 import pytest
 

@@ -8,7 +8,7 @@ import pytest
 
 from fleetlab.core import timescale
 from fleetlab.core.errors import ConfigError, InvalidInput
-from fleetlab.core.timescale import ScaledClock, describe_scale, service_seconds, time_scale
+from fleetlab.core.timescale import ScaledClock, describe_scale, service_seconds
 from fleetlab.core.waits import WaitMeter
 
 START = 1_800_000_000.0
@@ -43,15 +43,6 @@ def announced() -> list[tuple[float, float]]:
 def clock(real: FakeRealTime, announced: list) -> ScaledClock:
     return ScaledClock(60, wall=real.wall, monotonic=real.wall, pause=real.pause,
                        announce=lambda seconds, ran: announced.append((seconds, ran)))
-
-
-def test_the_scale_comes_from_the_environment_and_must_divide_60() -> None:
-    assert time_scale({}) == 60
-    assert time_scale({"FLEETLAB_TIME_SCALE": " 30 "}) == 30
-    for bad, problem in (("7", "7 does not divide 60"), ("fast", "'fast' is not a whole number"), ("0", "0 does not")):
-        with pytest.raises(InvalidInput, match="FLEETLAB_TIME_SCALE") as refused:
-            time_scale({"FLEETLAB_TIME_SCALE": bad})
-        assert problem in str(refused.value) and "1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30, 60" in str(refused.value)
 
 
 def test_lab_time_starts_at_the_real_time_and_runs_scale_times_faster(clock: ScaledClock, real: FakeRealTime) -> None:

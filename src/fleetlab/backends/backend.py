@@ -38,10 +38,10 @@ import botocore.config
 from fleetlab.backends import servicetime
 from fleetlab.core.clock import Clock, RealClock, VirtualClock
 from fleetlab.core.errors import BackendUnavailable, ConfigError, RealAwsRefused
-from fleetlab.core.timescale import ScaledClock, time_scale
+from fleetlab.core.settings import BACKEND_NAMES, SERVED_APART, settings
+from fleetlab.core.timescale import ScaledClock
 from fleetlab.core.versions import package_version
 
-BACKEND_NAMES = ("moto", "moto-server", "localstack", "aws")
 DEFAULT_REGION = "us-east-1"
 _FAKE_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
 _SFN_EXECUTION = {"stepfunctions": {"execute_state_machine": True}}
@@ -145,8 +145,9 @@ class Backend:
 def open_backend(name: str | None = None) -> Backend:
     """Open the backend named ``name``, or ``$FLEETLAB_BACKEND``, or ``moto``.
 
-    Raises ConfigError for an unknown name, RealAwsRefused for ``aws``
-    without the opt-in, BackendUnavailable when an emulator cannot be reached.
+    Raises ConfigError for an unknown name (or any setting not allowed),
+    RealAwsRefused for ``aws`` without the opt-in, BackendUnavailable when an
+    emulator cannot be reached.
     """
     chosen = chosen_backend(name)
     openers = {
@@ -156,15 +157,13 @@ def open_backend(name: str | None = None) -> Backend:
         "aws": _open_aws,
     }
     if chosen not in openers:
-        raise ConfigError(
-            f"FLEETLAB_BACKEND={chosen!r} is not a backend; choose one of {', '.join(BACKEND_NAMES)}"
-        )
+        raise ConfigError(f"backend {chosen!r} is not a backend; choose one of {', '.join(BACKEND_NAMES)}")
     return openers[chosen]()
 
 
 def chosen_backend(name: str | None = None) -> str:
     """The backend ``open_backend(name)`` would open: ``name``, or ``$FLEETLAB_BACKEND``, or ``moto``."""
-    return (name or os.environ.get("FLEETLAB_BACKEND") or "moto").strip().lower()
+    return (name or settings().backend).strip().lower()
 
 
 REAL_AWS_OPT_IN = "FLEETLAB_ALLOW_REAL_AWS"
@@ -172,7 +171,7 @@ REAL_AWS_OPT_IN = "FLEETLAB_ALLOW_REAL_AWS"
 
 def real_aws_allowed() -> bool:
     """True when the learner opted in to real AWS (``FLEETLAB_ALLOW_REAL_AWS=1``)."""
-    return os.environ.get(REAL_AWS_OPT_IN) == "1"
+    return settings().allow_real_aws
 
 
 def real_aws_refused(before: str = "") -> RealAwsRefused:
@@ -278,15 +277,11 @@ def _environment(variable: str, value: str) -> Iterator[None]:
             os.environ[variable] = previous
 
 
-# Services a LocalStack set-up may serve from another endpoint (`make localstack-up`
-# serves DynamoDB and S3 from moto on :4567), and the variable naming it.
-SERVED_APART = {"dynamodb": "FLEETLAB_DYNAMODB_ENDPOINT", "s3": "FLEETLAB_S3_ENDPOINT"}
-
-
 def _open_localstack() -> Backend:
     from localstack_client.session import Session as LocalstackSession
 
-    endpoint = os.environ.get("LOCALSTACK_ENDPOINT", "http://localhost:4566").rstrip("/")
+    chosen = settings()
+    endpoint = chosen.localstack_endpoint
     _require_reachable(
         f"{endpoint}/_localstack/health",
         "LocalStack",
@@ -294,11 +289,7 @@ def _open_localstack() -> Backend:
         "(current images stop at once without LOCALSTACK_AUTH_TOKEN), or point LOCALSTACK_ENDPOINT at it; "
         "see docs/troubleshooting.md#localstack-not-reachable-or-asking-for-a-token",
     )
-    apart = {
-        service: os.environ[variable].rstrip("/")
-        for service, variable in SERVED_APART.items()
-        if os.environ.get(variable, "").strip()
-    }
+    apart = chosen.served_apart
     for service, url in apart.items():
         _require_reachable(url, f"the {service} endpoint", f"check {SERVED_APART[service]}")
     host = endpoint.split("://", 1)[-1]
@@ -313,7 +304,7 @@ def _open_localstack() -> Backend:
     return Backend(
         name="localstack",
         region=DEFAULT_REGION,
-        clock=ScaledClock(time_scale()),
+        clock=ScaledClock(chosen.time_scale),
         endpoint=endpoint,
         make_client=make_client,
         details={
@@ -332,7 +323,7 @@ def _open_aws() -> Backend:
     backend = Backend(
         name="aws",
         region=region,
-        clock=ScaledClock(time_scale()),
+        clock=ScaledClock(settings().time_scale),
         make_client=lambda service, config: session.client(service, region_name=region, config=config),
         details={"emulator": "none: real AWS"},
     )

@@ -127,7 +127,8 @@ class RedriveFailed(FleetlabError):
 
 
 class MeasurementFailed(FleetlabError):
-    """A benchmark's own run went wrong, so its figure would mean nothing; the bench records this instead."""
+    """A measurement's own run went wrong (a benchmark, a fidelity probe, a call count), so its figure would mean
+    nothing; what measures records this instead of a figure."""
 
 
 class ProvisionError(FleetlabError):

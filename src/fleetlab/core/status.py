@@ -1,4 +1,4 @@
-"""The base of fleetlab's status vocabularies (worker outcomes, cell runs, redrive methods).
+"""The base of fleetlab's status vocabularies (worker outcomes, cell runs, redrive methods, check results).
 
 A ``Status`` is a ``StrEnum``: it compares equal to its plain string
 (``outcome.status == "done"``), prints as it, and shows as it in a list, so a

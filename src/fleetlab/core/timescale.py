@@ -2,7 +2,7 @@
 
 Every number in a lab is *lab time*. On moto it is the virtual clock; where
 the services keep their own time, ``ScaledClock`` runs lab time ``scale``
-times faster than real time (``FLEETLAB_TIME_SCALE``, default 60: one lab
+times faster than real time (``FLEETLAB_TIME_SCALE``, see ``settings``; default 60: one lab
 minute per real second), and the backend's clients convert the durations the
 services enforce (``aws.servicetime``). So a 900 s visibility timeout is 15
 real seconds, and a lab written for the virtual clock runs unchanged.
@@ -26,15 +26,13 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 from fleetlab.core.clock import REAL_TOLERANCE, WAIT_SLICE, RealClock, Timers
 from fleetlab.core.errors import InvalidInput
 
-SCALE_VARIABLE = "FLEETLAB_TIME_SCALE"
 DEFAULT_SCALE = 60
 SCALES = tuple(n for n in range(1, 61) if 60 % n == 0)
 """The scales allowed: those dividing 60, so a lab duration in whole minutes is whole seconds of service time."""
@@ -43,21 +41,6 @@ JUMP_AFTER = 20.0
 """Real seconds one sleep runs at most; the rest of it jumps."""
 
 _announced = threading.Event()  # the first jump in this process has been announced
-
-
-def time_scale(environ: Mapping[str, str] = os.environ) -> int:
-    """``$FLEETLAB_TIME_SCALE``, or 60; InvalidInput naming the variable when it does not divide 60."""
-    raw = environ.get(SCALE_VARIABLE, "").strip()
-    if not raw:
-        return DEFAULT_SCALE
-    allowed = ", ".join(map(str, SCALES))
-    try:
-        scale = int(raw)
-    except ValueError:
-        raise InvalidInput(SCALE_VARIABLE, f"{raw!r} is not a whole number", hint=f"use one of {allowed}") from None
-    if scale not in SCALES:
-        raise InvalidInput(SCALE_VARIABLE, f"{scale} does not divide 60", hint=f"use one of {allowed}")
-    return scale
 
 
 def describe_scale(scale: int) -> str:

@@ -182,7 +182,7 @@ def count_contract_suite(repo: Path) -> CallCounts:
     finally:
         counts = counting.stop()
     if code != 0:
-        raise RuntimeError(f"the contract suite failed on moto (pytest exit {code}); counts would be wrong")
+        raise MeasurementFailed(f"the contract suite failed on moto (pytest exit {code}); counts would be wrong")
     return counts
 
 

@@ -29,13 +29,13 @@ from nbformat import NotebookNode
 
 from fleetlab.core.errors import InvalidInput
 from fleetlab.course.grading import handover
-from fleetlab.course.grading.results import Status
+from fleetlab.course.grading.results import CheckStatus
 from fleetlab.course.grading.session import GRADES_MIME
 from fleetlab_instructor.checks import full_checks
 from fleetlab_instructor.grading.sandbox import kernel_env, write_kernel_startup
 
 CHECK_CALL = re.compile(r"""\bcheck\(\s*["'](\d\d\.[a-z0-9][a-z0-9_-]*)["']""")
-SCORED = (Status.PASS, Status.FAIL)  # a fail keeps the points of the cases it passed
+SCORED = (CheckStatus.PASS, CheckStatus.FAIL)  # a fail keeps the points of the cases it passed
 _ERROR_CHARS = 160
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import weakref
 from dataclasses import asdict
 from pathlib import Path
@@ -27,6 +26,7 @@ from fleetlab.backends.fidelity.probes.base import Observation
 from fleetlab.backends.fidelity.table import FidelityTable
 from fleetlab.core.errors import ConfigError
 from fleetlab.core.files import write_atomically
+from fleetlab.core.settings import settings
 
 _log = logging.getLogger(__name__)
 
@@ -101,8 +101,8 @@ def cache_path(backend: Backend) -> Path:
     ``$FLEETLAB_FIDELITY_CACHE`` (a folder shared by many kernels, as the
     grader's batch does), else ``$FLEETLAB_HOME``, else ``<repo root>/.fleetlab``.
     """
-    home = os.environ.get("FLEETLAB_FIDELITY_CACHE") or os.environ.get("FLEETLAB_HOME")
-    directory = Path(home) if home else _repo_root(Path.cwd()) / ".fleetlab"
+    chosen = settings()
+    directory = chosen.fidelity_cache or chosen.home or _repo_root(Path.cwd()) / ".fleetlab"
     return directory / f"fidelity-{backend.name}-{_emulator(backend)[1]}.json"
 
 

@@ -20,7 +20,7 @@ from fleetlab.backends.backend import Backend
 from fleetlab.composition.pipeline import Fleet, RunReport
 from fleetlab.composition.topology import AgentClass, Topology, TopologySpec, WorkQueue, experiment_queue
 from fleetlab.core.clock import side_by_side
-from fleetlab.core.errors import InvalidInput, ModelError
+from fleetlab.core.errors import InvalidInput, ModelError, PartlyRefused
 from fleetlab.core.faults import Crash, CrashPoint, FaultPlan
 from fleetlab.core.ledger import EffectsLedger
 from fleetlab.core.tracing import Tracer
@@ -74,7 +74,7 @@ def receives_until_parked(backend: Backend, queue: WorkQueue, trace_id: str, *, 
     the message was (the worker got it and failed, or it had moved to the DLQ).
     """
     def cannot_parse(delivery: Delivery) -> None:
-        raise ValueError("cannot parse the tool output")
+        raise InvalidInput("tool output", "cannot be parsed")
 
     worker = QueueWorker(backend, queue.url, cannot_parse, name="worker")
     send_steps(backend, queue.url, [trace_id])
@@ -294,7 +294,7 @@ def batch_of_ten(
                 trace_id = json.loads(record["body"])["trace_id"]
                 attempts[trace_id] = attempts.get(trace_id, 0) + 1
                 if attempts[trace_id] <= failing.get(trace_id, 0):
-                    raise ValueError(f"{trace_id}: the tool output is unparseable")
+                    raise InvalidInput("tool output", f"the output of {trace_id} cannot be parsed")
                 context.record_effect(record, kind="step")
                 invocation["ran"].append(_step_of(record))
 
@@ -304,7 +304,8 @@ def batch_of_ten(
             if response == "raise":
                 if answer["batchItemFailures"]:
                     invocation["back"] = invocation["records"]
-                    raise RuntimeError(f"{len(answer['batchItemFailures'])} record(s) failed")
+                    refused = [failure["itemIdentifier"] for failure in answer["batchItemFailures"]]
+                    raise PartlyRefused(f"{len(refused)} record(s) failed", refused=refused)
                 return None
             return answer
 
@@ -355,7 +356,7 @@ def beside_powertools(backend: Backend, prefix: str, *, failing_step: int = 4) -
 
         def process(record: dict[str, Any]) -> None:
             if _step_of(record) == str(failing_step):
-                raise ValueError("the tool output is unparseable")
+                raise InvalidInput("tool output", "cannot be parsed")
 
         processor = SqsFifoPartialProcessor() if fifo else BatchProcessor(event_type=EventType.SQS)
         theirs = process_partial_response(event=event, record_handler=lambda record: process(record.raw_event),
@@ -398,7 +399,7 @@ def head_of_line(
         def step(delivery: Delivery) -> None:
             backend.clock.sleep(step_seconds)
             if delivery.trace_id == stuck:
-                raise ValueError(f"{stuck}: the model rejects this input every time")
+                raise ModelError(f"{stuck}: the model rejects this input every time", transient=False)
             finished[delivery.trace_id.rsplit("-step-", 1)[0]].append(backend.clock.now() - start)
 
         def settled() -> bool:

@@ -16,7 +16,7 @@ toolchain (``assign``, ``grade``, ``executor``) only when the commands run.
 from typing import Any
 
 from fleetlab.course.grading.registry import Case, CaseOutcome, Check, get_check, register
-from fleetlab.course.grading.results import CaseResult, CheckResult, Status
+from fleetlab.course.grading.results import CaseResult, CheckResult, CheckStatus
 from fleetlab.course.grading.runner import CheckContext, run_check
 from fleetlab.course.grading.session import GRADES_MIME, check, grade_session
 
@@ -28,7 +28,7 @@ __all__ = [
     "Check",
     "CheckContext",
     "CheckResult",
-    "Status",
+    "CheckStatus",
     "check",
     "get_check",
     "grade_session",

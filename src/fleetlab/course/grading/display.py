@@ -14,24 +14,24 @@ import html
 from typing import Any
 
 from fleetlab.course.grading.registry import format_points
-from fleetlab.course.grading.results import CheckResult, Status
+from fleetlab.course.grading.results import CheckResult, CheckStatus
 
 __all__ = ["SYMBOL", "as_html", "as_text", "format_points", "headline", "mimebundle", "show", "status_label"]
 
 SYMBOL = {
-    Status.PASS: "✓",
-    Status.PUBLIC_PASS: "◐",
-    Status.FAIL: "✗",
-    Status.NOT_YET: "…",
-    Status.ERROR: "⚠",
-    Status.SKIPPED: "-",
+    CheckStatus.PASS: "✓",
+    CheckStatus.PUBLIC_PASS: "◐",
+    CheckStatus.FAIL: "✗",
+    CheckStatus.NOT_YET: "…",
+    CheckStatus.ERROR: "⚠",
+    CheckStatus.SKIPPED: "-",
 }
 _COLOUR = {
-    Status.PASS: "#2e7d32",
-    Status.PUBLIC_PASS: "#558b2f",
-    Status.FAIL: "#c62828",
-    Status.NOT_YET: "#616161",
-    Status.ERROR: "#e65100",
+    CheckStatus.PASS: "#2e7d32",
+    CheckStatus.PUBLIC_PASS: "#558b2f",
+    CheckStatus.FAIL: "#c62828",
+    CheckStatus.NOT_YET: "#616161",
+    CheckStatus.ERROR: "#e65100",
 }
 
 
@@ -57,7 +57,7 @@ def mimebundle(result: CheckResult) -> dict[str, str]:
 
 def status_label(status: str, grader_adds: int) -> str:
     """``public cases pass (the grader adds 2 more)`` for a public pass; the status itself otherwise."""
-    if status == Status.PUBLIC_PASS:
+    if status == CheckStatus.PUBLIC_PASS:
         return f"public cases pass (the grader adds {grader_adds} more)"
     return str(status)
 
@@ -68,8 +68,8 @@ def headline(result: CheckResult) -> str:
     if result.points is not None:
         return f"{label}, {_score(result)}"
     public = [case for case in result.cases if not case.hidden]
-    if result.status == Status.FAIL and public:
-        passing = sum(1 for case in public if case.status == Status.PASS)
+    if result.status == CheckStatus.FAIL and public:
+        passing = sum(1 for case in public if case.status == CheckStatus.PASS)
         return f"{label} ({passing} of {len(public)} public cases pass)"
     return label
 

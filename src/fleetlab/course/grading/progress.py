@@ -1,8 +1,9 @@
 """Record check results locally, and tell per lab which checks pass.
 
 Results live in ``progress.json`` under ``$FLEETLAB_HOME`` (default
-``~/.fleetlab``). Every write replaces the file atomically under a lock, so
-two kernels checking at once never corrupt it or lose a result. A notebook's
+``~/.fleetlab``). Every write replaces the file atomically under a lock (a
+``filelock`` lock file, so on Windows too), so two kernels checking at once
+never corrupt it or lose a result. A notebook's
 result is recorded as what it is: "public pass" with no points until the
 grader has run the hidden cases. Times are wall time, even while a lab's
 virtual clock has moved the process's idea of time days ahead.
@@ -11,9 +12,7 @@ virtual clock has moved the process's idea of time days ahead.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
-import os
 import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,9 +20,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from filelock import FileLock
 from time_machine import escape_hatch
 
 from fleetlab.core.files import write_atomically
+from fleetlab.core.settings import settings
 from fleetlab.course.grading import registry
 from fleetlab.course.grading.display import format_points, status_label
 from fleetlab.course.grading.results import CheckResult
@@ -57,7 +58,7 @@ class Row:
 
 def home() -> Path:
     """``$FLEETLAB_HOME``, or ``~/.fleetlab``."""
-    return Path(os.environ.get("FLEETLAB_HOME") or Path.home() / ".fleetlab")
+    return settings().home or Path.home() / ".fleetlab"
 
 
 def progress_file() -> Path:
@@ -134,7 +135,8 @@ def watch(view: Any) -> None:
 
 @contextlib.contextmanager
 def _locked() -> Iterator[None]:
-    home().mkdir(parents=True, exist_ok=True)
-    with open(home() / "progress.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    """Hold the progress file's lock for the block (waiting for another kernel's write to end)."""
+    folder = home()
+    folder.mkdir(parents=True, exist_ok=True)
+    with FileLock(folder / "progress.lock"):
         yield

@@ -9,13 +9,13 @@ check is all or nothing.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import StrEnum
 
+from fleetlab.core.status import Status
 from fleetlab.course.grading.registry import Check
 
 
-class Status(StrEnum):
-    """A check's (or one case's) status."""
+class CheckStatus(Status):
+    """A check's (or one case's) status, as the notebook, the progress file and the gradebook show it."""
 
     PASS = "pass"  # every case ran and passed: the grader's verdict
     PUBLIC_PASS = "public pass"  # every public case passed; the hidden cases have not run
@@ -36,7 +36,7 @@ class CaseResult:
     """One case's result. ``hidden`` cases are never shown to a learner."""
 
     name: str
-    status: Status
+    status: CheckStatus
     diagnosis: str = ""
     hidden: bool = False
     seconds: float = 0.0
@@ -52,7 +52,7 @@ class CheckResult:
 
     id: str
     title: str
-    status: Status
+    status: CheckStatus
     points: float | None
     max_points: float
     diagnosis: str
@@ -64,7 +64,7 @@ class CheckResult:
     @property
     def passed(self) -> bool:
         """Every case that ran passed (in a notebook: the public cases)."""
-        return self.status in (Status.PASS, Status.PUBLIC_PASS)
+        return self.status in (CheckStatus.PASS, CheckStatus.PUBLIC_PASS)
 
 
 def conclude(check: Check, cases: list[CaseResult], *, graded: bool) -> CheckResult:
@@ -79,43 +79,44 @@ def conclude(check: Check, cases: list[CaseResult], *, graded: bool) -> CheckRes
 
 def not_yet(check: Check, *, graded: bool) -> CheckResult:
     """The verdict on an answer that is still a stub (no case was run)."""
-    return _without_cases(check, Status.NOT_YET, NOT_YET_ADVICE, graded=graded)
+    return _without_cases(check, CheckStatus.NOT_YET, NOT_YET_ADVICE, graded=graded)
 
 
 def refused(check: Check, diagnosis: str, *, graded: bool) -> CheckResult:
     """The verdict on an answer of the wrong kind (no case was run)."""
-    return _without_cases(check, Status.FAIL, diagnosis, graded=graded)
+    return _without_cases(check, CheckStatus.FAIL, diagnosis, graded=graded)
 
 
-def _without_cases(check: Check, status: Status, diagnosis: str, *, graded: bool) -> CheckResult:
+def _without_cases(check: Check, status: CheckStatus, diagnosis: str, *, graded: bool) -> CheckResult:
     grader_adds = 0 if graded else check.hidden_cases
     points = 0.0 if not grader_adds else None
     return CheckResult(check.id, check.title, status, points, check.points, diagnosis, [], grader_adds, check.scoring())
 
 
-def _verdict(cases: list[CaseResult], grader_adds: int) -> tuple[Status, str]:
+def _verdict(cases: list[CaseResult], grader_adds: int) -> tuple[CheckStatus, str]:
     statuses = {case.status for case in cases}
-    if Status.NOT_YET in statuses:
-        return Status.NOT_YET, NOT_YET_ADVICE
-    if Status.ERROR in statuses:
-        return Status.ERROR, _first(cases, Status.ERROR)
-    failed = [case for case in cases if case.status in (Status.FAIL, Status.SKIPPED)]
+    if CheckStatus.NOT_YET in statuses:
+        return CheckStatus.NOT_YET, NOT_YET_ADVICE
+    if CheckStatus.ERROR in statuses:
+        return CheckStatus.ERROR, _first(cases, CheckStatus.ERROR)
+    failed = [case for case in cases if case.status in (CheckStatus.FAIL, CheckStatus.SKIPPED)]
     if failed:
         diagnosis = failed[0].diagnosis
         if len({case.diagnosis for case in failed}) > 1:
             diagnosis += f" ({len(failed)} of {len(cases)} cases fail)"
-        return Status.FAIL, diagnosis
+        return CheckStatus.FAIL, diagnosis
     if grader_adds:
-        return Status.PUBLIC_PASS, f"all {len(cases)} public cases pass; no points until the grader has run every case"
-    return Status.PASS, f"all {len(cases)} cases pass"
+        return CheckStatus.PUBLIC_PASS, (f"all {len(cases)} public cases pass; "
+                                         "no points until the grader has run every case")
+    return CheckStatus.PASS, f"all {len(cases)} cases pass"
 
 
-def _points(check: Check, cases: list[CaseResult], status: Status) -> float:
+def _points(check: Check, cases: list[CaseResult], status: CheckStatus) -> float:
     if check.all_or_nothing:
-        return check.points if status == Status.PASS else 0.0
-    passing = sum(1 for case in cases if case.status == Status.PASS)
+        return check.points if status == CheckStatus.PASS else 0.0
+    passing = sum(1 for case in cases if case.status == CheckStatus.PASS)
     return round(passing * check.case_points(), 6)
 
 
-def _first(cases: list[CaseResult], status: Status) -> str:
+def _first(cases: list[CaseResult], status: CheckStatus) -> str:
     return next(case.diagnosis for case in cases if case.status == status)

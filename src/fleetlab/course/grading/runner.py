@@ -37,7 +37,7 @@ from fleetlab.core.clock import CANCEL_GRACE, WAIT_SLICE, raise_in_thread
 from fleetlab.core.waits import WaitMeter
 from fleetlab.course.grading import learner
 from fleetlab.course.grading.registry import Case, CaseOutcome, Check
-from fleetlab.course.grading.results import CaseResult, CheckResult, Status, conclude, not_yet, refused
+from fleetlab.course.grading.results import CaseResult, CheckResult, CheckStatus, conclude, not_yet, refused
 
 ABANDON_SLICE = 0.5
 """Real seconds a timed-out case gets to unwind on its own before the runner cancels what it left on the clock."""
@@ -46,7 +46,7 @@ WAIT_CAP = 90.0
 """Real seconds a check's cases may spend all waiting on a real clock or the backend, beyond its ``timeout``."""
 
 SLOW_BACKEND_HELP = "docs/troubleshooting.md#a-check-times-out-waiting-on-the-backend"
-WAIT_FILES = (clock.__file__, timescale.__file__)
+WAIT_FILES = (*clock.CLOCK_FILES, timescale.__file__)
 """Where a wait on the clock happens: a learner's frame calling into these is the learner's own wait."""
 
 
@@ -225,7 +225,7 @@ def _run_in_turn(check: Check, answer: Any, runs: list[_Run]) -> list[CaseResult
     results = []
     for case, hidden, context in runs:
         if context.budget.remaining() <= 0:
-            results.append(CaseResult(case.name, Status.SKIPPED, "not run: the check ran out of time", hidden))
+            results.append(CaseResult(case.name, CheckStatus.SKIPPED, "not run: the check ran out of time", hidden))
             continue
         results.append(_run_case(check, answer, case, context, hidden))
     return results
@@ -253,25 +253,26 @@ def _run_case(check: Check, answer: Any, case: Case, context: CheckContext, hidd
         return CaseResult(case.name, status, diagnosis, hidden, seconds)
     if not isinstance(outcome, CaseOutcome):
         diagnosis = f"the harness returned {type(outcome).__name__}, not a CaseOutcome (a fleetlab bug)"
-        return CaseResult(case.name, Status.ERROR, diagnosis, hidden, seconds)
-    return CaseResult(case.name, Status.PASS if outcome.ok else Status.FAIL, outcome.diagnosis, hidden, seconds)
+        return CaseResult(case.name, CheckStatus.ERROR, diagnosis, hidden, seconds)
+    status = CheckStatus.PASS if outcome.ok else CheckStatus.FAIL
+    return CaseResult(case.name, status, outcome.diagnosis, hidden, seconds)
 
 
-def _timed_out(check: Check, context: CheckContext, stuck: traceback.FrameSummary | None) -> tuple[Status, str]:
+def _timed_out(check: Check, context: CheckContext, stuck: traceback.FrameSummary | None) -> tuple[CheckStatus, str]:
     """Why a case ran out of time: the learner's code (a fail), or on a real clock the backend's waits
     (an error: the check could not judge, never the learner's fault)."""
     budget, backend = context.budget, context._backends.name
     if not budget.waits_ran_out():
         waited = budget.waited()
         not_counted = f" (not counting {waited:.0f} s of waiting on the clock and {backend})" if waited >= 1 else ""
-        return Status.FAIL, (f"timed out after {check.timeout:g} s{not_counted}: your code was still running; "
-                             "look for a loop that never ends or a wait without a bound")
+        return CheckStatus.FAIL, (f"timed out after {check.timeout:g} s{not_counted}: your code was still running; "
+                                  "look for a loop that never ends or a wait without a bound")
     if stuck is not None:
-        return Status.FAIL, (f"timed out: your code was still waiting after {budget.cap:g} s "
-                             f"(in {stuck.name}, line {stuck.lineno}); look for a wait without a bound")
-    return Status.ERROR, (f"not judged: the case spent {budget.cap:g} s waiting on the clock and {backend} without "
-                          f"finishing, the most a check may wait there; the backend was too slow here, not your code: "
-                          f"run the check again ({SLOW_BACKEND_HELP})")
+        return CheckStatus.FAIL, (f"timed out: your code was still waiting after {budget.cap:g} s "
+                                  f"(in {stuck.name}, line {stuck.lineno}); look for a wait without a bound")
+    return CheckStatus.ERROR, (f"not judged: the case spent {budget.cap:g} s waiting on the clock and {backend} "
+                               "without finishing, the most a check may wait there; the backend was too slow here, "
+                               f"not your code: run the check again ({SLOW_BACKEND_HELP})")
 
 
 @dataclass(frozen=True)
@@ -319,14 +320,15 @@ def _call_with_deadline(fn: Any, args: tuple, budget: Budget, *, stop_actors: An
     return _Ran(finished=False, stuck=stuck)
 
 
-def _classify(error: BaseException, check: Check) -> tuple[Status, str]:
+def _classify(error: BaseException, check: Check) -> tuple[CheckStatus, str]:
     harness_file = (check.harness.__code__.co_filename,)
     if learner.raised_by_learner_stub(error, harness_file):
-        return Status.NOT_YET, ""
+        return CheckStatus.NOT_YET, ""
     frames = learner.learner_frames(error, harness_file)
     if frames:
-        return Status.FAIL, learner.describe_learner_error(error, frames)
-    return Status.ERROR, f"the check itself failed ({type(error).__name__}: {error}); a fleetlab bug, please report it"
+        return CheckStatus.FAIL, learner.describe_learner_error(error, frames)
+    return CheckStatus.ERROR, (f"the check itself failed ({type(error).__name__}: {error}); "
+                               "a fleetlab bug, please report it")
 
 
 def _seed(check_id: str, case: Case) -> int:

@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
 import warnings
 from typing import Any
 
 from fleetlab.core.errors import FleetlabError
+from fleetlab.core.settings import settings
 from fleetlab.course.grading import handover, learner, progress, registry
 from fleetlab.course.grading.display import show
-from fleetlab.course.grading.results import CheckResult, Status, refused
+from fleetlab.course.grading.results import CheckResult, CheckStatus, refused
 from fleetlab.course.grading.runner import CheckBackend, run_check
 
 GRADES_MIME = "application/vnd.fleetlab.grades+v1+json"
@@ -109,14 +109,11 @@ def _emit(payload: dict[str, Any]) -> None:
 
 
 def _enforce_expectation(result: CheckResult) -> None:
-    wanted = os.environ.get(EXPECT_ENV, "").strip().lower().replace("-", " ")
-    if not wanted:
+    """UnexpectedCheckStatus when ``result`` is not what ``$FLEETLAB_EXPECT_CHECKS`` requires (nothing when unset)."""
+    wanted = settings().expect_checks
+    if wanted is None:
         return
-    if wanted not in (Status.PASS, Status.NOT_YET):
-        raise UnexpectedCheckStatus(
-            f"{EXPECT_ENV}={os.environ[EXPECT_ENV]!r} is not an expectation; use pass or not-yet, or unset it"
-        )
-    met = result.passed if wanted == Status.PASS else result.status == Status.NOT_YET
+    met = result.passed if wanted == CheckStatus.PASS else result.status == CheckStatus.NOT_YET
     if not met:
         raise UnexpectedCheckStatus(
             f"check {result.id} says {str(result.status)!r} where {EXPECT_ENV} expects {wanted!r}: {result.diagnosis}"

@@ -12,9 +12,10 @@ upstream StartReplay bug. ``up`` then starts two processes:
   machine cannot do).
 
 Each started process is recorded in ``home/run/processes.json`` with its PID
-and its start time, and its output goes to ``home/run/<name>.log``. ``down``
-stops a recorded process only while that PID still belongs to the process
-that was started (same start time), with its process group, and nothing else.
+and its creation time (psutil's), and its output goes to ``home/run/<name>.log``.
+``down`` stops a recorded process only while that PID still belongs to the
+process that was started (same creation time), with the processes it started,
+and nothing else.
 ``up`` and ``down`` are idempotent. ``exports`` is the environment that points
 the ``localstack`` backend at the two endpoints.
 """
@@ -24,7 +25,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -35,8 +35,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from fleetlab.backends.backend import SERVED_APART
+import psutil
+
 from fleetlab.core.errors import BackendUnavailable, InvalidInput
+from fleetlab.core.settings import SERVED_APART, Settings
 
 RELEASE = "2026.3.0"
 PACKAGES = (
@@ -51,7 +53,7 @@ PACKAGES = (
     "flask-cors==6.0.5",
 )
 MINIMUM_PYTHON = (3, 13)
-PYTHON_VARIABLE = "FLEETLAB_LOCALSTACK_PYTHON"
+PYTHON_VARIABLE = Settings.variable_of("localstack_python")
 HOST = "127.0.0.1"
 LOCALSTACK_PORT = 4566
 MOTO_PORT = 4567
@@ -229,7 +231,7 @@ def find_python(environ: Mapping[str, str] = os.environ) -> str:
     ``python3`` on PATH and pyenv's installed versions. BackendUnavailable,
     with how to get one, when there is none.
     """
-    chosen = environ.get(PYTHON_VARIABLE, "").strip()
+    chosen = Settings.from_env(environ).localstack_python
     if chosen:
         if not _is_recent_python(chosen):
             raise InvalidInput(
@@ -373,7 +375,7 @@ class Started:
 
     name: str
     pid: int
-    start_time: str
+    start_time: float  # psutil's creation time: the same PID with another one is another process
     port: int
     log: str
 
@@ -394,26 +396,26 @@ def _write_record(home: Home, processes: list[Started]) -> None:
 
 def is_running(process: Started) -> bool:
     """True while ``process.pid`` is alive (not a zombie) and is still the process that was started."""
-    state, start_time = _state_and_start_time(process.pid)
-    return state is not None and not state.startswith("Z") and start_time == process.start_time
+    return _find(process) is not None
 
 
-def _state_and_start_time(pid: int) -> tuple[str | None, str | None]:
-    """``ps``'s state and start time of ``pid``; (None, None) when there is no such process."""
+def _find(process: Started) -> psutil.Process | None:
+    """The live process ``process`` records; None when it ended, is a zombie, or its PID is now another's."""
     try:
-        shown = subprocess.run(
-            ["ps", "-o", "stat=", "-o", "lstart=", "-p", str(pid)], capture_output=True, text=True, timeout=10
-        )
-    except FileNotFoundError as exc:
-        raise BackendUnavailable(
-            "`ps` is needed to tell the processes fleetlab started from others; install it (procps) and run again"
-        ) from exc
-    except (OSError, subprocess.TimeoutExpired):
-        return None, None
-    fields = shown.stdout.split(maxsplit=1)
-    if shown.returncode or len(fields) != 2:
-        return None, None
-    return fields[0], fields[1].strip()
+        found = psutil.Process(process.pid)
+        if found.create_time() != process.start_time or found.status() == psutil.STATUS_ZOMBIE:
+            return None
+        return found
+    except psutil.Error:  # no such process, or not ours to look at
+        return None
+
+
+def _start_time(pid: int) -> float:
+    """The creation time of ``pid`` (0.0 when it has already gone: then it is never found running)."""
+    try:
+        return psutil.Process(pid).create_time()
+    except psutil.Error:
+        return 0.0
 
 
 def start_process(service: Service, home: Home) -> Started:
@@ -427,41 +429,45 @@ def start_process(service: Service, home: Home) -> Started:
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group: stopped as one, and not by the caller's Ctrl-C
+            start_new_session=True,  # not stopped by the caller's Ctrl-C
         )
-    start_time = _state_and_start_time(child.pid)[1] or ""
-    return Started(service.name, child.pid, start_time, service.port, str(home.log(service.name)))
+    return Started(service.name, child.pid, _start_time(child.pid), service.port, str(home.log(service.name)))
 
 
 def stop(process: Started, *, grace: float = STOP_GRACE_SECONDS) -> str:
-    """Stop ``process`` and its process group if it is still the process started; what happened, in words."""
-    if not is_running(process):
+    """Stop ``process`` and the processes it started, if it is still the process recorded; what happened, in words.
+
+    Asks them to end (SIGTERM, or TerminateProcess on Windows), waits ``grace``
+    seconds, then kills those left. Touches no process but these.
+    """
+    found = _find(process)
+    if found is None:
         return f"{process.name} (pid {process.pid}) was not running"
-    _signal_group(process.pid, signal.SIGTERM)
-    if _wait_until(lambda: not is_running(process), grace):
+    family = [found, *_descendants(found)]
+    _ask_each(family, psutil.Process.terminate)
+    _, alive = psutil.wait_procs(family, timeout=grace)
+    if not alive:
         return f"stopped {process.name} (pid {process.pid})"
-    _signal_group(process.pid, signal.SIGKILL)
-    _wait_until(lambda: not is_running(process), 5)
+    _ask_each(alive, psutil.Process.kill)
+    psutil.wait_procs(alive, timeout=5)
     return f"killed {process.name} (pid {process.pid}): it did not stop within {grace:g} s"
 
 
-def _signal_group(pid: int, signum: int) -> None:
+def _descendants(process: psutil.Process) -> list[psutil.Process]:
+    """The processes ``process`` started, and theirs (found before it stops, while they are still its own)."""
     try:
-        if os.getpgid(pid) == pid:  # it leads the group started for it
-            os.killpg(pid, signum)
-        else:
-            os.kill(pid, signum)
-    except ProcessLookupError:
-        pass
+        return process.children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
 
 
-def _wait_until(condition: Callable[[], bool], seconds: float, interval: float = 0.25) -> bool:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(interval)
-    return True
+def _ask_each(processes: list[psutil.Process], action: Callable[[psutil.Process], None]) -> None:
+    """``action`` (terminate or kill) on each of ``processes``; one that has already ended is skipped."""
+    for member in processes:
+        try:
+            action(member)
+        except psutil.NoSuchProcess:
+            pass
 
 
 # --------------------------------------------------------------------------- health

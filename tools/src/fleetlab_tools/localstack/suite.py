@@ -41,7 +41,8 @@ from rich.table import Table
 
 from fleetlab.backends.backend import open_backend
 from fleetlab.backends.fidelity import FidelityTable, feature_ids, probe
-from fleetlab.core.timescale import describe_scale, time_scale
+from fleetlab.core.settings import settings
+from fleetlab.core.timescale import describe_scale
 from fleetlab_tools.fidelity_doc import main as write_fidelity_doc
 from fleetlab_tools.localstack import host as localstack_host
 
@@ -130,7 +131,7 @@ def run(
     with _terminate_as_exit(), tempfile.TemporaryDirectory(prefix="fleetlab-localstack-") as scratch:
         shared = Path(scratch)
         try:
-            result.scale = time_scale()
+            result.scale = settings().time_scale
             ports = localstack_host.available_ports()
             started = localstack_host.up(ports=ports, report=progress)
             result.install_seconds, result.start_seconds = started.install_seconds, started.start_seconds

@@ -13,6 +13,7 @@ from fleetlab.backends.fidelity.probes import dynamodb, events, sqs, stepfunctio
 from fleetlab.backends.fidelity.probes.base import Feature, Observation, Probe
 from fleetlab.backends.fidelity.probes.scratch import Scratch
 from fleetlab.backends.fidelity.table import Finding
+from fleetlab.core.errors import MeasurementFailed
 
 PROBE_FAILED = "probe failed: "
 
@@ -50,7 +51,7 @@ def _run(probe_: Probe, backend: Backend) -> tuple[Finding, ...]:
             result = probe_.measure(scratch)
         observations = result if isinstance(result, tuple) else (result,)
         if len(observations) != len(probe_.features):
-            raise RuntimeError(f"{len(observations)} observations for {len(probe_.features)} features")
+            raise MeasurementFailed(f"{len(observations)} observations for {len(probe_.features)} features")
     except Exception as exc:  # a probe must never take the table down with it
         failed = Observation(f"{PROBE_FAILED}{type(exc).__name__}: {exc}", False)
         observations = (failed,) * len(probe_.features)

@@ -15,6 +15,7 @@ from botocore.exceptions import ClientError
 from fleetlab.backends.fidelity.probes.base import Feature, Observation, Probe, register
 from fleetlab.backends.fidelity.probes.scratch import Queue, Scratch
 from fleetlab.backends.responses import error_code
+from fleetlab.core.errors import MeasurementFailed, Timeout
 
 PROBES: list[Probe] = []
 """This service's probes, in the order their findings appear in a table."""
@@ -89,7 +90,7 @@ def _immediate_receive(scratch: Scratch) -> Observation:
         if message is None:
             message = scratch.receive(queue.url, wait=5)
             if message is None:
-                raise RuntimeError(f"the event of trial {trial} was not delivered within 5 s")
+                raise Timeout(f"the event of trial {trial} was not delivered within 5 s")
             waited = (time.monotonic() - published) * 1000
             return Observation(
                 f"found nothing at trial {trial}: the event arrived {waited:.0f} ms after PutEvents returned", True
@@ -180,7 +181,6 @@ class _ReplayBench:
 
     @classmethod
     def build(cls, scratch: Scratch) -> _ReplayBench:
-        events = scratch.client("events")
         bus, bus_arn = scratch.bus("replay")
         archive_arn = scratch.archive("archive", source_arn=bus_arn)
         source = scratch.name("replay")
@@ -214,7 +214,7 @@ def _archive_and_replay(scratch: Scratch) -> tuple[Observation, ...]:
     original = _take_event(scratch, bench.named.url, wait=5)
     _take_event(scratch, bench.unnamed.url, wait=5)
     if original is None:
-        raise RuntimeError("the original event was never delivered, so nothing could be replayed")
+        raise MeasurementFailed("the original event was never delivered, so nothing could be replayed")
     event_time = dt.datetime.fromisoformat(original["time"])
     scratch.let_pass(2)
     now = dt.datetime.fromtimestamp(scratch.backend.clock.now(), dt.timezone.utc)
