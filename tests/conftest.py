@@ -5,6 +5,13 @@ import pytest
 from fleetlab.course import lab
 
 
+@pytest.fixture(autouse=True)
+def _no_terminal_width(monkeypatch):
+    """pytest-xdist's workers set COLUMNS=80; without it, output is what a plain run (and a CI log) sees."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
+
+
 @pytest.fixture(autouse=True, scope="module")
 def _no_backend_outlives_its_module():
     """A check or a lab opens a backend on demand; only one virtual clock may run per process."""

@@ -54,7 +54,7 @@ def test_a_notebook_past_its_limit_is_stopped_not_waited_for(tmp_path: Path, sha
                     "clock = RealClock()\nwait = 600\nclock.sleep(wait)", "print('never')")
     ran = suite.run_notebook(path, "instructor", shared, limit=6)
     assert ran.result == suite.TIME_LIMIT
-    stopped = "cell 2 (`clock = RealClock()`): still running at line 3, in RealClock.sleep (core/clock.py:"
+    stopped = "cell 2 (`clock = RealClock()`): still running at line 3, in RealClock.sleep (core/realclock.py:"
     assert ran.stopped_at.startswith(stopped)
     assert ran.seconds < 30
 

@@ -73,18 +73,19 @@ def browser_required() -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Skip the tests that need the browser or the server, with the reason, when Chromium is missing.
+    """Keep the tests that need the browser or the server on one worker; skip them, with the reason,
+    when Chromium is missing.
 
-    In CI they are not skipped: the ``browser`` fixture fails them instead, so a
-    CI machine without Chromium cannot pass by running no browser test.
+    Under pytest-xdist (``--dist loadgroup``) they share one JupyterLab and one
+    Chromium on one worker. In CI they are not skipped: the ``browser`` fixture
+    fails them instead, so a CI machine without Chromium cannot pass by running
+    no browser test.
     """
-    if find_chromium() is not None or browser_required():
-        return
-    skip = pytest.mark.skip(reason=CHROMIUM_MISSING)
+    chromium = find_chromium() is not None or browser_required()
     for item in items:
         needs_browser = {"browser", "lab_server"} & set(getattr(item, "fixturenames", ()))
         if E2E_DIR in Path(item.path).parents and needs_browser:
-            item.add_marker(skip)
+            item.add_marker(pytest.mark.xdist_group("browser") if chromium else pytest.mark.skip(reason=CHROMIUM_MISSING))
 
 
 @dataclass

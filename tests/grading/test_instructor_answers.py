@@ -76,3 +76,18 @@ def test_check_refuses_the_librarys_own_callback_worker_as_the_answer_to_04_call
         result = check("04.callback", taken)
         assert result.status == CheckStatus.FAIL, result.diagnosis
         assert "answer_task, the library's own answer to 04.callback" in result.diagnosis
+
+
+def test_the_graded_kernels_startup_refuses_the_instructors_package_and_says_why(tmp_path):
+    import subprocess
+    import sys
+
+    from fleetlab_instructor.grading.sandbox import KERNEL_STARTUP
+
+    code = KERNEL_STARTUP + "\nimport fleetlab_instructor.checks\n"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert "ModuleNotFoundError: fleetlab_instructor is the instructor's side of fleetlab" in done.stderr
+    done = subprocess.run([sys.executable, "-c", KERNEL_STARTUP + "\nimport fleetlab\n"], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr  # the learner's library still imports

