@@ -149,19 +149,49 @@ def run_to_the_end(page: Page, panel: Locator, notebook: str, artifacts_dir: Pat
     return f"cells that did not run: {missing}" if missing else None
 
 
-@pytest.fixture(scope="module", params=sorted(NOTEBOOKS), ids=lambda notebook: Path(notebook).stem)
-def ran(request: pytest.FixtureRequest, browser, lab_server, artifacts_dir: Path) -> Iterator[RanNotebook]:
-    """A target notebook opened and run once in its own page; its kernels are shut down after."""
-    notebook = request.param
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
+class NotebookRuns:
+    """Each target notebook opened and run once, on first use, in its own page, kept until the session ends.
+
+    Both tests of a notebook read the same run, whatever order they run in: a
+    pytest-xdist worker tears a module's fixtures down between two of its tests,
+    and a fixture of that scope would run every notebook twice.
+    """
+
+    def __init__(self, browser, lab_server, artifacts_dir: Path) -> None:
+        self.browser, self.lab_server, self.artifacts_dir = browser, lab_server, artifacts_dir
+        self.runs: dict[str, RanNotebook] = {}
+        self.contexts: list[object] = []
+
+    def run(self, notebook: str) -> RanNotebook:
+        if notebook not in self.runs:
+            context = self.browser.new_context(viewport={"width": 1280, "height": 900})
+            self.contexts.append(context)
+            page = context.new_page()
+            panel = open_notebook(page, self.lab_server, notebook)
+            problem = run_to_the_end(page, panel, notebook, self.artifacts_dir)
+            self.runs[notebook] = RanNotebook(notebook, NOTEBOOKS[notebook], page, panel, problem)
+        return self.runs[notebook]
+
+    def close(self) -> None:
+        for context in self.contexts:
+            context.close()
+        self.lab_server.delete_sessions()
+
+
+@pytest.fixture(scope="session")
+def notebook_runs(browser, lab_server, artifacts_dir: Path) -> Iterator[NotebookRuns]:
+    """Every target notebook's one run; its pages and kernels are shut down at the end of the session."""
+    runs = NotebookRuns(browser, lab_server, artifacts_dir)
     try:
-        page = context.new_page()
-        panel = open_notebook(page, lab_server, notebook)
-        problem = run_to_the_end(page, panel, notebook, artifacts_dir)
-        yield RanNotebook(notebook, NOTEBOOKS[notebook], page, panel, problem)
+        yield runs
     finally:
-        context.close()
-        lab_server.delete_sessions()
+        runs.close()
+
+
+@pytest.fixture(params=sorted(NOTEBOOKS), ids=lambda notebook: Path(notebook).stem)
+def ran(request: pytest.FixtureRequest, notebook_runs: NotebookRuns) -> RanNotebook:
+    """A target notebook after Run All (run once however many tests read it)."""
+    return notebook_runs.run(request.param)
 
 
 def test_lab_settings_overrides_apply(lab_server) -> None:
