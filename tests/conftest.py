@@ -2,6 +2,25 @@
 
 import pytest
 
+ONE_WORKER = {"tests/e2e/test_browser.py"}
+"""Modules a pytest-xdist run keeps whole on one worker: the browser test shares one JupyterLab and one Chromium."""
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """Under pytest-xdist: test by test across the workers, but each module of ``ONE_WORKER`` whole on one.
+
+    (xdist's own ``--dist loadgroup`` does not group under pytest 9, which ignores the
+    node id suffix it relies on.)
+    """
+    from xdist.scheduler import LoadScopeScheduling
+
+    class OneWorkerModules(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return module if module in ONE_WORKER else nodeid
+
+    return OneWorkerModules(config, log)
+
 from fleetlab.course import lab
 
 

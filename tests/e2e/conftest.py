@@ -73,19 +73,18 @@ def browser_required() -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Keep the tests that need the browser or the server on one worker; skip them, with the reason,
-    when Chromium is missing.
+    """Skip the tests that need the browser or the server, with the reason, when Chromium is missing.
 
-    Under pytest-xdist (``--dist loadgroup``) they share one JupyterLab and one
-    Chromium on one worker. In CI they are not skipped: the ``browser`` fixture
-    fails them instead, so a CI machine without Chromium cannot pass by running
-    no browser test.
+    In CI they are not skipped: the ``browser`` fixture fails them instead, so a
+    CI machine without Chromium cannot pass by running no browser test.
     """
-    chromium = find_chromium() is not None or browser_required()
+    if find_chromium() is not None or browser_required():
+        return
+    skip = pytest.mark.skip(reason=CHROMIUM_MISSING)
     for item in items:
         needs_browser = {"browser", "lab_server"} & set(getattr(item, "fixturenames", ()))
         if E2E_DIR in Path(item.path).parents and needs_browser:
-            item.add_marker(pytest.mark.xdist_group("browser") if chromium else pytest.mark.skip(reason=CHROMIUM_MISSING))
+            item.add_marker(skip)
 
 
 @dataclass
