@@ -1,27 +1,31 @@
 """Suite-wide rules."""
 
+import re
+
 import pytest
 
-ONE_WORKER = {"tests/e2e/test_browser.py"}
-"""Modules a pytest-xdist run keeps whole on one worker: the browser test shares one JupyterLab and one Chromium."""
+from fleetlab.course import lab
+
+SPLIT_BY_LAB = "tests/grading/test_catalogues.py"
+"""The one module too long for one worker: its items go out one lab and one backend at a time."""
 
 
 def pytest_xdist_make_scheduler(config, log):
-    """Under pytest-xdist: test by test across the workers, but each module of ``ONE_WORKER`` whole on one.
+    """Under pytest-xdist: one module at a time per worker, so a module's fixtures are set up once.
 
-    (xdist's own ``--dist loadgroup`` does not group under pytest 9, which ignores the
-    node id suffix it relies on.)
+    A worker tears a module's fixtures down whenever it runs out of queued tests, so
+    sending tests one by one would start the browser test's JupyterLab, the probes
+    and the packaging build again and again. The catalogues go out per lab and backend.
     """
     from xdist.scheduler import LoadScopeScheduling
 
-    class OneWorkerModules(LoadScopeScheduling):
+    class ModuleScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             module = nodeid.split("::", 1)[0]
-            return module if module in ONE_WORKER else nodeid
+            lab = re.search(r"\[((?:moto-server|moto)-\d\d)\.", nodeid) if module == SPLIT_BY_LAB else None
+            return f"{module}::{lab.group(1)}" if lab else module
 
-    return OneWorkerModules(config, log)
-
-from fleetlab.course import lab
+    return ModuleScheduling(config, log)
 
 
 @pytest.fixture(autouse=True)

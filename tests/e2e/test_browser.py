@@ -25,7 +25,7 @@ from main_widget import DeclarationError, MainWidget, declared_main_widget
 from playwright.sync_api import Locator, Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
-pytestmark = pytest.mark.e2e  # one worker runs this whole module: tests/conftest.py's scheduler
+pytestmark = pytest.mark.e2e
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LOAD_TIMEOUT_MS = 120_000
