@@ -90,3 +90,26 @@ def test_no_import_cycle():
         if node not in state:
             visit(node, [node])
     assert cycles == []
+
+
+def test_the_layers_contract_fails_on_an_upward_import(tmp_path):
+    """A copy of the library whose core imports the course layer breaks the contract make test runs."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    for tree in ("src", "tools/src", "instructor/src"):
+        shutil.copytree(REPO / tree, tmp_path / tree, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    shutil.copy(REPO / "pyproject.toml", tmp_path)
+    units = tmp_path / "src" / "fleetlab" / "core" / "units.py"
+    units.write_text(units.read_text().replace(
+        "from __future__ import annotations\n", "from __future__ import annotations\n\nfrom fleetlab.course import lab\n", 1))
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(str(tmp_path / tree)
+                                                               for tree in ("src", "tools/src", "instructor/src"))}
+    linter = Path(sys.executable).with_name("lint-imports")
+    done = subprocess.run([str(linter), "--no-cache"], cwd=tmp_path, env=environment, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 1, done.stdout
+    assert "fleetlab.core is not allowed to import fleetlab.course" in done.stdout
+    assert "fleetlab.core.units -> fleetlab.course.lab" in done.stdout
