@@ -12,7 +12,7 @@ import pytest
 import fleetlab
 
 REPO = Path(__file__).resolve().parents[1]
-NOTEBOOKS = sorted(REPO.glob("labs/**/*.ipynb"))
+NOTEBOOKS = sorted(path for path in REPO.glob("labs/**/*.ipynb") if ".ipynb_checkpoints" not in path.parts)
 
 
 def code_of(notebook: Path) -> list[tuple[int, ast.Module]]:
