@@ -61,8 +61,9 @@ def test_two_cases_with_one_name_are_refused():
     with pytest.raises(InvalidInput, match="two cases with one name"):
         register("96.same", title="same", public=[Case("a"), Case("a")])
     register("96.apart", title="apart", public=[Case("a")], hidden_cases=1)(lambda answer, case, ctx: None)
-    with pytest.raises(InvalidInput, match="two cases with one name"):
+    with pytest.raises(InvalidInput, match="two cases with one name") as raised:
         get_check("96.apart").with_hidden([Case("a")])
+    assert raised.value.field == "hidden"
 
 
 @pytest.mark.parametrize("bad", [-1, 1.5, True, "2"])

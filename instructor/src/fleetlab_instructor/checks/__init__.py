@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from fleetlab.core.errors import InvalidInput
@@ -63,7 +63,7 @@ class InstructorSide:
     hidden: Sequence[Case] = ()
     reference: Any = None
     right_answers: Sequence[RightAnswer] = ()
-    wrong_answers: Sequence[WrongAnswer] = field(default_factory=tuple)
+    wrong_answers: Sequence[WrongAnswer] = ()
 
     def __post_init__(self) -> None:
         for name in ("hidden", "right_answers", "wrong_answers"):

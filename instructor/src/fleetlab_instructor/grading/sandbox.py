@@ -16,6 +16,8 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
+from fleetlab.course.grading.learner import INSTRUCTOR_PACKAGE
+
 PASSED_THROUGH = re.compile(
     r"^(PATH|LANG|LANGUAGE|LC_[A-Z]+|TZ|TMPDIR|TEMP|TMP|PYTHONPATH|VIRTUAL_ENV|CONDA_PREFIX"
     r"|LD_LIBRARY_PATH|SYSTEMROOT|FLEETLAB_[A-Z0-9_]+)$"
@@ -53,7 +55,7 @@ import sys as _sys
 
 class _InstructorRefused(_abc.MetaPathFinder):
     def find_spec(self, fullname, path, target=None):
-        if fullname == "fleetlab_instructor" or fullname.startswith("fleetlab_instructor."):
+        if fullname == "{package}" or fullname.startswith("{package}."):
             raise ModuleNotFoundError(
                 f"{fullname} is the instructor's side of fleetlab (hidden cases, reference answers): a graded "
                 "notebook cannot import it, and an answer taken from it scores nothing; write your own",
@@ -64,7 +66,7 @@ class _InstructorRefused(_abc.MetaPathFinder):
 
 _sys.meta_path.insert(0, _InstructorRefused())
 del _abc, _sys, _InstructorRefused
-'''
+'''.replace("{package}", INSTRUCTOR_PACKAGE)
 """Run by IPython before a graded notebook's first cell; it imports nothing of fleetlab, so the kernel starts fast."""
 
 

@@ -91,7 +91,7 @@ class Check:
         if len(cases) != self.hidden_cases:
             raise InvalidInput("hidden", f"check {self.id} declares {self.hidden_cases} hidden cases, not {len(cases)}",
                                hint="make register(hidden_cases=...) and the instructor's side agree")
-        _require_distinct_names(self.id, (*self.public, *cases))
+        _require_distinct_names(self.id, (*self.public, *cases), field="hidden")
         return replace(self, hidden=cases)
 
     def cases(self, *, include_hidden: bool) -> list[tuple[Case, bool]]:
@@ -153,7 +153,7 @@ def register(
         raise InvalidInput("public", f"check {check_id} has no public case", hint="give it at least one")
     if isinstance(hidden_cases, bool) or not isinstance(hidden_cases, int) or hidden_cases < 0:
         raise InvalidInput("hidden_cases", f"is {hidden_cases!r} for check {check_id}", hint="count them: 0 or more")
-    _require_distinct_names(check_id, public)
+    _require_distinct_names(check_id, public, field="public")
 
     def decorate(harness: Harness) -> Harness:
         _CHECKS[check_id] = Check(
@@ -226,10 +226,10 @@ def format_points(points: float) -> str:
     return f"{points:g}"
 
 
-def _require_distinct_names(check_id: str, cases: Sequence[Case]) -> None:
+def _require_distinct_names(check_id: str, cases: Sequence[Case], *, field: str) -> None:
     names = [case.name for case in cases]
     if len(set(names)) != len(names):
-        raise InvalidInput("public", f"check {check_id} has two cases with one name", hint="name each case apart")
+        raise InvalidInput(field, f"check {check_id} has two cases with one name", hint="name each case apart")
 
 
 def _parse_id(check_id: str) -> str:
