@@ -85,6 +85,19 @@ def test_the_labs_flag_names_an_unknown_lab(capsys: pytest.CaptureFixture[str]) 
     assert "'--labs': unknown lab '42'; choose from 00, 01, 02, 03, 04" in capsys.readouterr().err
 
 
+def test_the_labs_flag_knows_every_lab_whatever_home_is_in_use(monkeypatch: pytest.MonkeyPatch,
+                                                                tmp_path: Path) -> None:
+    import importlib
+
+    from fleetlab_tools import cli
+    from fleetlab_tools.localstack import host
+
+    monkeypatch.setattr(host, "default_home", lambda: host.Home(tmp_path / ".localstack"))
+    monkeypatch.chdir(tmp_path)
+    reloaded = importlib.reload(cli)
+    assert reloaded.LABS == tuple(p.name[:2] for p in sorted((REPO / "labs" / "solutions").glob("[0-9][0-9]_*.ipynb")))
+
+
 def table(backend: str, **diverging: str) -> FidelityTable:
     findings = tuple(
         Finding(f, f, "aws", diverging.get(f.replace(".", "__"), "as AWS"), f.replace(".", "__") not in diverging)

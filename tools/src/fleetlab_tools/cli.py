@@ -12,6 +12,8 @@ the rest is ``fleetlab_tools.localstack.host``.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 from rich.console import Console
 
@@ -72,7 +74,7 @@ def run_status() -> int:
 
 
 PARTS = localstack_suite.PARTS
-LABS = tuple(path.name[:2] for path in localstack_suite.lab_notebooks(localstack_host.default_home().root.parent,
+LABS = tuple(path.name[:2] for path in localstack_suite.lab_notebooks(localstack_host.checkout() or Path.cwd(),
                                                                       "instructor"))
 
 

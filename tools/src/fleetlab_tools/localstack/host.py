@@ -102,12 +102,17 @@ class Home:
         return self.run / f"{name}.log"
 
 
+def checkout() -> Path | None:
+    """The root of the fleetlab checkout these tools run from, or ``None`` when they were installed apart."""
+    root = Path(__file__).resolve().parents[4]
+    if (root / "pyproject.toml").is_file() and (root / "src" / "fleetlab").is_dir():
+        return root
+    return None
+
+
 def default_home() -> Home:
     """``.localstack/`` at the root of the checkout fleetlab runs from, else in the current folder."""
-    checkout = Path(__file__).resolve().parents[4]
-    if (checkout / "pyproject.toml").is_file() and (checkout / "src" / "fleetlab").is_dir():
-        return Home(checkout / ".localstack")
-    return Home(Path.cwd() / ".localstack")
+    return Home((checkout() or Path.cwd()) / ".localstack")
 
 
 # --------------------------------------------------------------------------- the two services
