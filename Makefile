@@ -7,11 +7,12 @@ LAB_PORT ?= 8888
 LAB_FLAGS ?=
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: venv lab test test-suite test-notebooks browser e2e screenshots bench localstack-up localstack-down test-localstack test-localstack-contract clean help
+.PHONY: venv lab test test-suite test-notebooks notebooks browser e2e screenshots bench localstack-up localstack-down test-localstack test-localstack-contract clean help
 
 help:
 	@echo "make lab    - install (once) and open JupyterLab on labs/ with the moto backend"
 	@echo "make test   - install (once) and run every test and every notebook"
+	@echo "make notebooks - re-execute the instructor notebooks (LAB=NN for one) and write the student notebooks"
 	@echo "make e2e    - install Chromium (Debian) and run the real-browser test"
 	@echo "make screenshots - run the browser test and save each lab's widget picture to docs/img/"
 	@echo "make bench  - run the benchmarks and save bench/results.json"
@@ -59,6 +60,14 @@ test-notebooks: venv
 	@if $(HAS_CHROMIUM); then echo "student notebooks: run top to bottom by the browser test (tests/e2e)"; \
 	else FLEETLAB_HOME=$(NBVAL_HOME) FLEETLAB_EXPECT_CHECKS=not-yet $(BIN)/python -m pytest -p no:cacheprovider \
 	  --nbval-lax labs --ignore=labs/solutions; fi
+
+# After a change to a lab or to what the library prints: re-execute the instructor notebooks on moto
+# (strict nbval compares their stored outputs), then write the student notebooks from them.
+# LAB=03 re-executes one lab only.
+notebooks: venv
+	FLEETLAB_BACKEND=moto FLEETLAB_HOME=$(NBVAL_HOME) FLEETLAB_EXPECT_CHECKS=pass $(BIN)/jupyter-execute \
+	  --inplace --timeout=600 labs/solutions/$(or $(LAB),[0-9][0-9])_*.ipynb
+	$(BIN)/fleetlab assign
 
 # Debian's chromium drives JupyterLab in the browser tests (Playwright never downloads a browser).
 browser:

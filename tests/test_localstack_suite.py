@@ -80,6 +80,27 @@ def test_a_run_can_keep_the_notebooks_of_some_labs_only() -> None:
     assert suite.lab_notebooks(REPO, "student", ()) == suite.lab_notebooks(REPO, "student")
 
 
+def test_parts_run_side_by_side_and_are_reported_in_lab_order(tmp_path: Path, shared: Path) -> None:
+    # Labs 01 and 02 each wait (at most 30 s) for the other to have started: they pass only side by side.
+    solutions = tmp_path / "repo" / "labs" / "solutions"
+    solutions.mkdir(parents=True)
+    meet = ("import pathlib, time\n"
+            "pathlib.Path({mine!r}).touch()\n"
+            "deadline = time.monotonic() + 30\n"
+            "while not pathlib.Path({other!r}).exists():\n"
+            "    assert time.monotonic() < deadline, 'the other notebook never started'\n"
+            "    time.sleep(0.05)")
+    one, two = str(tmp_path / "01.started"), str(tmp_path / "02.started")
+    notebook(solutions / "02_b.ipynb", meet.format(mine=two, other=one))
+    notebook(solutions / "01_a.ipynb", meet.format(mine=one, other=two))
+    notebook(solutions / "03_c.ipynb", "1 + 1")
+    result = suite.SuiteResult()
+    suite._run_parts(result, tmp_path / "repo", ("instructor",), (), shared, 60, 120, 2, lambda line: None)
+    assert [(run.path.name, run.result) for run in result.notebooks] == [
+        ("01_a.ipynb", suite.PASSED), ("02_b.ipynb", suite.PASSED), ("03_c.ipynb", suite.PASSED)]
+    assert result.contract is None
+
+
 def test_the_labs_flag_names_an_unknown_lab(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["localstack", "test", "--labs", "03,42"]) == 2
     assert "'--labs': unknown lab '42'; choose from 00, 01, 02, 03, 04" in capsys.readouterr().err

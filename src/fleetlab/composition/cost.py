@@ -21,8 +21,12 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from rich import box
+from rich.table import Table
+
 from fleetlab.backends.backend import real_aws_allowed, real_aws_refused
 from fleetlab.backends.prices import PRICES_FILE, REGENERATE, load_calls, load_prices
+from fleetlab.core.rendering import plain_text
 
 
 @dataclass
@@ -70,6 +74,19 @@ class Estimate:
     def total_usd(self) -> float:
         return sum(line.usd for line in self.lines)
 
+    def table(self) -> Table:
+        """The priced lines, the calls AWS does not bill, and the total, as a rich table."""
+        table = Table(box=box.SIMPLE_HEAD, show_edge=False)
+        for column, justify in (("service", "left"), ("units", "right"), ("unit", "left"), ("price", "right")):
+            table.add_column(column, justify=justify)  # type: ignore[arg-type]
+        for line in self.lines:
+            table.add_row(line.service, f"{line.units:,.0f}", line.unit, dollars(line.usd))
+        table.add_row("not billed", f"{self.not_billed:,}", "calls (creating and deleting, STS)", dollars(0))
+        table.add_section()
+        under_a_cent = "less than a cent" if self.total_usd < 0.01 else ""
+        table.add_row("total", "", under_a_cent, f"about {dollars(self.total_usd)}")
+        return table
+
     def text(self) -> str:
         """The estimate as the learner reads it, before anything is created."""
         title = subject_title(self.subject)
@@ -81,12 +98,9 @@ class Estimate:
                 f"  unknown: the calls of {title} were never counted; `{REGENERATE}` (from the repository root)",
                 "  counts them on moto. Expect cents at most for a lab, but nobody has measured it.",
             ])
-        rows = [f"  {line.service:<12}{line.units:>10,.0f} {line.unit:<48}{dollars(line.usd):>10}" for line in self.lines]
-        rows.append(f"  {'not billed':<12}{self.not_billed:>10,} {'calls (creating and deleting, STS)':<48}{dollars(0):>10}")
+        rows = [plain_text(self.table())]
         if self.unknown:
-            rows.append(f"  not priced: {', '.join(self.unknown)} (no price in the price file)")
-        total = f"about {dollars(self.total_usd)}" + (" (less than a cent)" if self.total_usd < 0.01 else "")
-        rows.append(f"  {'total':<71}{total}")
+            rows.append(f"not priced: {', '.join(self.unknown)} (no price in the price file)")
         notes = [
             f"Calls: what {title} made on {self.measured}.",
             f"Prices: fleetlab/backends/data/{PRICES_FILE.name}, written {self.prices['written']} from AWS's pricing pages "

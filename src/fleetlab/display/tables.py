@@ -1,46 +1,55 @@
-"""Small tables that render as HTML in Jupyter and as aligned text elsewhere."""
+"""Small tables of rows, drawn by rich: HTML in Jupyter, aligned text elsewhere."""
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
+from numbers import Real
 from typing import Any
 
+from rich import box
+from rich.table import Table as RichTable
+from rich.text import Text
+
+from fleetlab.core.rendering import notebook_html, plain_text
 from fleetlab.core.tracing import Tracer
 
 
 class Table:
-    """Rows of dicts shown as a table; columns are the union of keys, in first-seen order."""
+    """Rows of dicts shown as a table; columns are the union of keys, in first-seen order.
+
+    Numbers are right-aligned; floats print with ``:g``. Cells are text, never rich markup.
+    """
 
     def __init__(self, rows: Sequence[dict[str, Any]], *, title: str = "") -> None:
         self.rows = list(rows)
         self.title = title
         self.columns = list(dict.fromkeys(key for row in self.rows for key in row))
 
-    def _cell(self, row: dict[str, Any], column: str) -> str:
-        value = row.get(column, "")
-        return f"{value:g}" if isinstance(value, float) else str(value)
+    def __rich__(self) -> RichTable:
+        table = RichTable(title=Text(self.title) if self.title else None, title_justify="left",
+                          box=box.SIMPLE_HEAD, show_edge=False)
+        for column in self.columns:
+            table.add_column(Text(column), justify="right" if self._numeric(column) else "left")
+        for row in self.rows:
+            table.add_row(*(Text(_cell(row.get(column, ""))) for column in self.columns))
+        return table
+
+    def _numeric(self, column: str) -> bool:
+        values = [row[column] for row in self.rows if column in row]
+        return bool(values) and all(isinstance(v, Real) and not isinstance(v, bool) for v in values)
 
     def __str__(self) -> str:
-        cells = [[self._cell(row, c) for c in self.columns] for row in self.rows]
-        widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(self.columns)]
-        lines = [self.title] if self.title else []
-        lines.append("  ".join(c.ljust(w) for c, w in zip(self.columns, widths)).rstrip())
-        lines.append("  ".join("-" * w for w in widths))
-        lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in cells]
-        return "\n".join(lines)
+        return plain_text(self)
 
     def __repr__(self) -> str:
         return str(self)
 
     def _repr_html_(self) -> str:
-        head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)
-        body = "".join(
-            "<tr>" + "".join(f"<td>{html.escape(self._cell(r, c))}</td>" for c in self.columns) + "</tr>"
-            for r in self.rows
-        )
-        caption = f"<caption>{html.escape(self.title)}</caption>" if self.title else ""
-        return f"<table>{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+        return notebook_html(self)
+
+
+def _cell(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def trace_table(tracer: Tracer, trace_id: str) -> Table:

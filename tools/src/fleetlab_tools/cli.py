@@ -92,12 +92,14 @@ TEST_HELP = "start LocalStack, run the contract suite and every notebook on it, 
 @click.option("--limit", type=POSITIVE_INT, default=int(localstack_suite.NOTEBOOK_LIMIT),
               help=f"seconds after which a notebook is taken to hang and fails "
                    f"(default {localstack_suite.NOTEBOOK_LIMIT:g})")
+@click.option("--jobs", type=POSITIVE_INT, default=localstack_suite.JOBS,
+              help=f"parts (the contract suite, a notebook) to run at once (default {localstack_suite.JOBS})")
 @click.option("--fidelity", is_flag=True,
               help="also rewrite docs/fidelity.md with the moto, moto-server and LocalStack columns")
-def run_test(only: tuple[str, ...], labs: tuple[str, ...], goal: int, limit: int, fidelity: bool) -> int:
+def run_test(only: tuple[str, ...], labs: tuple[str, ...], goal: int, limit: int, jobs: int, fidelity: bool) -> int:
     repo = localstack_host.default_home().root.parent
     doc = repo / "docs" / "fidelity.md" if fidelity else None
-    result = localstack_suite.run(repo, parts=only, limit=limit, goal=goal, labs=labs, fidelity_doc=doc,
+    result = localstack_suite.run(repo, parts=only, limit=limit, goal=goal, labs=labs, fidelity_doc=doc, jobs=jobs,
                                   console=stdout_console())
     return 0 if result.passed else 1
 

@@ -5,10 +5,12 @@ It refreshes itself after every ``check()`` in the same kernel.
 
 from __future__ import annotations
 
-import html
-
 import ipywidgets as widgets
+from rich import box
+from rich.table import Table
+from rich.text import Text
 
+from fleetlab.core.rendering import notebook_html
 from fleetlab.course.grading import progress
 from fleetlab.course.grading.display import SYMBOL
 
@@ -39,14 +41,12 @@ def progress_widget(lab: str | None = None) -> ProgressWidget:
 
 
 def progress_html(rows: list[progress.Row]) -> str:
-    """An HTML table: one line per check, its status mark, title and points ("–" until graded)."""
-    lines = []
+    """A table as HTML: one line per check, its status mark, id, title, status and points ("–" until graded)."""
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False)
+    for column in ("", "check", "exercise", "status"):
+        table.add_column(column)
+    table.add_column("points", justify="right")
     for row in rows:
-        mark = SYMBOL.get(row.status, "-")
-        status = html.escape(row.label)
-        lines.append(
-            f"<tr><td>{mark}</td><td><code>{html.escape(row.id)}</code></td>"
-            f"<td>{html.escape(row.title)}</td><td>{status}</td><td>{row.score}</td></tr>"
-        )
-    head = "<tr><th></th><th>check</th><th>exercise</th><th>status</th><th>points</th></tr>"
-    return f'<table class="fleetlab-progress">{head}{"".join(lines)}</table>'
+        cells = (SYMBOL.get(row.status, "-"), row.id, row.title, row.label, str(row.score))
+        table.add_row(*map(Text, cells))
+    return notebook_html(table)

@@ -30,6 +30,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from unittest import mock
@@ -52,6 +53,8 @@ NOTEBOOK_GOAL = 120.0
 NOTEBOOK_LIMIT = 360.0
 """Seconds after which a notebook is taken to hang: it is interrupted and fails."""
 CONTRACT_LIMIT = 900.0
+JOBS = 2
+"""Parts (the contract suite, a notebook) run at once: two keep both cores of a small machine busy."""
 PASSED, FAILED, TIME_LIMIT = "pass", "FAIL", "time limit"
 RULE_WIDTH = 100  # the report's heading rule, also on a console that never wraps (a CI log)
 _EXPECTED_CHECKS = {"instructor": "pass", "student": "not-yet"}
@@ -119,12 +122,15 @@ def run(
     goal: float = NOTEBOOK_GOAL,
     labs: Sequence[str] = (),
     fidelity_doc: Path | None = None,
+    jobs: int = JOBS,
     console: Console,
 ) -> SuiteResult:
-    """Start LocalStack, run ``parts`` on it, stop it; print and return what was measured.
+    """Start LocalStack, run ``parts`` on it, ``jobs`` at a time, stop it; print and return what was measured.
 
     ``labs`` (two-digit numbers) keeps the notebooks of those labs only (empty: every lab).
     A notebook fails when a cell fails or it runs past ``limit`` s; ``goal`` is only reported.
+    The contract suite and each notebook are one part each; every notebook has its own
+    kernel, home and resource prefix, so parts share LocalStack and nothing else.
     """
     result = SuiteResult(goal=goal)
     progress = _progress(console)
@@ -138,17 +144,32 @@ def run(
             pointed = {**started.environment, "FLEETLAB_FIDELITY_CACHE": str(shared / "fidelity")}
             with mock.patch.dict(os.environ, pointed):
                 _measure_fidelity(result, fidelity_doc, progress)
-                if "contract" in parts:
-                    result.contract = run_contract_suite(repo, shared, progress)
-                for kind in ("instructor", "student"):
-                    if kind in parts:
-                        for path in lab_notebooks(repo, kind, labs):
-                            progress(f"running {path.relative_to(repo)} (goal {goal:g} s, stopped at {limit:g} s)")
-                            result.notebooks.append(run_notebook(path, kind, shared, limit))
+                _run_parts(result, repo, parts, labs, shared, limit, goal, jobs, progress)
         finally:
             localstack_host.down(report=progress)
     print_report(result, console)
     return result
+
+
+def _run_parts(result: SuiteResult, repo: Path, parts: Sequence[str], labs: Sequence[str], shared: Path,
+               limit: float, goal: float, jobs: int, progress: localstack_host.Report) -> None:
+    """The contract suite (the longest part, so first) and every notebook, ``jobs`` at a time, in ``result``."""
+
+    def notebook(path: Path, kind: str) -> NotebookRun:
+        progress(f"running {path.relative_to(repo)} (goal {goal:g} s, stopped at {limit:g} s)")
+        run = run_notebook(path, kind, shared, limit)
+        progress(f"{path.relative_to(repo)}: {run.result} in {run.seconds:.0f} s")
+        return run
+
+    pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="test-localstack")
+    try:
+        contract = pool.submit(run_contract_suite, repo, shared, progress) if "contract" in parts else None
+        runs = [pool.submit(notebook, path, kind) for kind in ("instructor", "student") if kind in parts
+                for path in lab_notebooks(repo, kind, labs)]
+        result.contract = contract.result() if contract else None
+        result.notebooks = [run.result() for run in runs]
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)  # on an interrupt, what has not started never starts
 
 
 # --------------------------------------------------------------------------- fidelity
