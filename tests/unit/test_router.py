@@ -287,3 +287,9 @@ def test_a_bad_setting_is_refused_naming_its_field(make, field):
     with pytest.raises(InvalidInput) as refused:
         make()
     assert refused.value.field == field
+
+
+def test_a_callers_attempt_counts_from_one(clock):
+    with pytest.raises(InvalidInput) as refused:
+        Router(settings()).route("t-1", clock, attempt=0)
+    assert refused.value.field == "attempt"

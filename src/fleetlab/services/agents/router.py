@@ -1,7 +1,7 @@
 """A router in front of the fake model: model groups, bounded retries, cooldowns, fallbacks, a limit per group.
 
 The shape of an LLM gateway's router (LiteLLM's, in seed 000). A call goes to
-the primary *model group*, a list of deployments (named ``FakeModel``\\ s);
+the primary *model group*, a list of deployments (each a named ``FakeModel``);
 each try picks one of the group's deployments that is not cooling down, at
 random from the router's seed. A transient error is retried in the group, at
 most ``num_retries`` times; a permanent one leaves the group at once. A
@@ -15,7 +15,9 @@ the cap, a call is refused (``GroupAtCapacity``), not queued.
 Every call ends in a ``RouteOutcome`` (who served it, attempts, retries,
 fallbacks, errors by class), kept by the router for a scoreboard
 (``Router.tally``). The picks and the model's draws depend only on the seeds,
-the trace id and the attempt, so a seeded run gives the same outcomes.
+the trace id and the attempt; the cooldowns, on the order of the calls. So one
+caller, or workers taking turns as actors on the virtual clock, get the same
+outcomes from the same seeds, every run.
 """
 
 from __future__ import annotations
@@ -208,7 +210,8 @@ class _Call:
     """One routed call as it goes: what it has tried so far."""
 
     trace_id: str
-    first_attempt: int
+    earlier_calls: int
+    """Model calls numbered for the caller's earlier attempts: this call's are numbered after them."""
     attempts: int = 0
     retries: int = 0
     fallbacks: int = 0
@@ -217,7 +220,7 @@ class _Call:
 
     @property
     def next_attempt(self) -> int:
-        return self.first_attempt + self.attempts + 1
+        return self.earlier_calls + self.attempts + 1
 
     @property
     def counts(self) -> dict[str, Any]:
@@ -254,8 +257,11 @@ class Router:
         Model errors end in the outcome, never raised. Model call k of the
         caller's attempt a is the model's attempt (a-1)*C + k, with C the most
         calls one attempt can make, so each call of each attempt draws afresh.
+        Raises InvalidInput when ``attempt`` is below 1.
         """
-        call = _Call(trace_id, first_attempt=(attempt - 1) * self._calls_per_attempt)
+        if attempt < 1:
+            raise InvalidInput("attempt", f"counts from 1, got {attempt}")
+        call = _Call(trace_id, earlier_calls=(attempt - 1) * self._calls_per_attempt)
         for hop, group in enumerate(self._chain):
             call.fallbacks = hop
             served = self._try_group(group, call, clock)
