@@ -193,11 +193,33 @@ class WorkerCrashed(FleetlabError):
 
 
 class ModelError(FleetlabError):
-    """The fake agent model failed a call; ``transient`` says whether a retry can help."""
+    """The fake agent model failed a call; ``transient`` says whether a retry can help.
 
-    def __init__(self, message: str, *, transient: bool) -> None:
+    ``deployment`` names the model deployment that failed ("" when the model
+    is unnamed, or when no deployment was called).
+    """
+
+    def __init__(self, message: str, *, transient: bool, deployment: str = "") -> None:
         super().__init__(message)
         self.transient = transient
+        self.deployment = deployment
+
+
+class GroupAtCapacity(ModelError):
+    """A router's model group had its limit of calls in flight: the call was refused, not sent.
+
+    Nothing was called, and a later try can get through (transient); the
+    router refuses rather than queue, so an outage elsewhere cannot pile its
+    whole load onto this group.
+    """
+
+    def __init__(self, group: str, limit: int) -> None:
+        super().__init__(
+            f"model group {group} has its limit of {limit} calls in flight; the call was refused, not queued",
+            transient=True,
+        )
+        self.group = group
+        self.limit = limit
 
 
 class StepFailed(FleetlabError):

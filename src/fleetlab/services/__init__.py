@@ -3,11 +3,20 @@
 ``sqs`` (consumers, the worker, DLQs, redrive), ``state`` (the idempotency
 and response stores, the window), ``events`` (the envelope, replays, retry
 policies), ``stepfunctions`` (machines, executions, callbacks, sizing) and
-``agents`` (the fake model). The names below are the public surface a lab
-imports; everything else is the library's own.
+``agents`` (the fake model and the router in front of it). The names below
+are the public surface a lab imports; everything else is the library's own.
 """
 
 from fleetlab.services.agents.model import FakeModel, LatencyProfile
+from fleetlab.services.agents.router import (
+    ModelGroup,
+    RouteError,
+    RouteOutcome,
+    Router,
+    RouterSettings,
+    RouterTally,
+    RouteStatus,
+)
 from fleetlab.services.events import replay
 from fleetlab.services.events.retry import (
     BOUNDED,
@@ -34,9 +43,16 @@ __all__ = [
     "FakeModel",
     "IdempotencyStore",
     "LatencyProfile",
+    "ModelGroup",
     "QueueWorker",
     "ResponseStore",
     "RetryPolicy",
+    "RouteError",
+    "RouteOutcome",
+    "RouteStatus",
+    "Router",
+    "RouterSettings",
+    "RouterTally",
     "callbacks",
     "dlq",
     "history",
