@@ -1,11 +1,22 @@
 """Composition: the services wired into the reference fleet, and what a notebook takes from it.
 
 ``topology`` (the reference topology and throwaway experiment resources),
-``pipeline`` (the fleet), ``scaling`` (KEDA, the HPA and the fleet model)
-and ``cost``. The names below are the public surface a lab imports.
+``pipeline`` (the fleet), ``requests`` (request and response over queues),
+``scaling`` (KEDA, the HPA and the fleet model) and ``cost``. The names
+below are the public surface a lab imports.
 """
 
 from fleetlab.composition.pipeline import Fleet
+from fleetlab.composition.requests import (
+    AgentRunner,
+    Reply,
+    RequestHandler,
+    RequestQueues,
+    RequestReply,
+    RequestStatus,
+    ResponseHandler,
+    request_queues,
+)
 from fleetlab.composition.scaling import QueueAttributes, parse_scaled_object, scaled_object, size
 from fleetlab.composition.scaling.capacity import IN_FLIGHT_CAP, capacity, daily_bill, fleet_scaled_object
 from fleetlab.composition.scaling.simulator import Pods, Workload, simulate
@@ -23,9 +34,16 @@ from fleetlab.composition.topology import (
 __all__ = [
     "IN_FLIGHT_CAP",
     "AgentClass",
+    "AgentRunner",
     "Fleet",
     "Pods",
     "QueueAttributes",
+    "Reply",
+    "RequestHandler",
+    "RequestQueues",
+    "RequestReply",
+    "RequestStatus",
+    "ResponseHandler",
     "TopologySpec",
     "Workload",
     "add_unrouted",
@@ -37,6 +55,7 @@ __all__ = [
     "latency_and_cost",
     "new_prefix",
     "parse_scaled_object",
+    "request_queues",
     "scaled_object",
     "simulate",
     "size",

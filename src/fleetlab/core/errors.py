@@ -105,6 +105,22 @@ class Timeout(FleetlabError):
     may_have_happened = True
 
 
+class ResponseTimeout(Timeout):
+    """A caller stopped waiting for the answer to ``request_id`` after ``timeout`` seconds.
+
+    The request may still be answered later (it may be queued, running, or
+    on its last attempt): poll it by id rather than sending it again.
+    """
+
+    def __init__(self, request_id: str, timeout: float) -> None:
+        self.request_id = request_id
+        self.timeout = timeout
+        super().__init__(
+            f"no answer to {request_id} within {timeout:g} s: the caller stopped waiting; "
+            "the request may still be answered, so poll it by its id rather than send it again"
+        )
+
+
 class PartlyRefused(FleetlabError):
     """A batch call was refused for some entries; the others went through.
 

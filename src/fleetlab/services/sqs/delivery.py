@@ -23,6 +23,8 @@ class Delivery:
     worker: str
     envelope: Envelope | None = None
     envelope_error: EnvelopeError | None = None
+    attributes: dict[str, str] = field(default_factory=dict)
+    """The message's system attributes as received (on a FIFO queue: MessageGroupId, MessageDeduplicationId)."""
     _effect: Callable[[Delivery, str, str | None], Effect] | None = field(default=None, repr=False)
     _heartbeat_hooks: list[Callable[[], None]] = field(default_factory=list, repr=False)
 

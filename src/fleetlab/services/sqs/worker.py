@@ -189,6 +189,7 @@ class QueueWorker:
             worker=self.name,
             envelope=parsed,
             envelope_error=problem,
+            attributes=dict(message.get("Attributes", {})),
             _effect=self._record_effect,
         )
 

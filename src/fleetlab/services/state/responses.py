@@ -17,6 +17,7 @@ redriven and then succeeded). Lab 07 uses the same store for request/response.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +25,7 @@ from botocore.exceptions import ClientError
 
 from fleetlab.backends.responses import error_code
 from fleetlab.core.clock import Clock
-from fleetlab.core.errors import InvalidInput, Timeout
+from fleetlab.core.errors import InvalidInput, ResponseTimeout
 from fleetlab.services.state.conditions import (
     ANSWERABLE,
     FAILED,
@@ -101,18 +102,30 @@ class ResponseStore:
             error_message="" if ok else item["error_message"]["S"],
         )
 
-    def wait(self, request_id: str, *, timeout: float, every: float = 5.0) -> Response:
-        """Poll for the answer every ``every`` seconds of the clock; Timeout after ``timeout`` seconds of it.
+    def wait(
+        self, request_id: str, *, timeout: float, every: float = 5.0, while_waiting: Callable[[], Any] | None = None,
+    ) -> Response:
+        """Poll for the answer every ``every`` seconds of the clock; ResponseTimeout after ``timeout`` seconds of it.
 
-        The Timeout is the hung caller: the request may still be answered later.
+        ``while_waiting()`` runs before each look: on one thread, what answers
+        the request (the workers' own poll); its time counts towards
+        ``timeout``. The ResponseTimeout (a Timeout naming the request and the
+        timeout) is the hung caller: the request may still be answered later.
+        Raises InvalidInput naming ``timeout`` or ``every`` when it is not positive.
         """
+        for name, value in (("timeout", timeout), ("every", every)):
+            if value <= 0:
+                raise InvalidInput(name, f"must be a positive number of seconds, got {value}")
         deadline = self.clock.now() + timeout
-        while (answer := self.get(request_id)) is None:
+        while True:
+            if while_waiting is not None:
+                while_waiting()
+            if (answer := self.get(request_id)) is not None:
+                return answer
             left = deadline - self.clock.now()
             if left <= 0:
-                raise Timeout(f"no answer to {request_id} within {timeout:g} s: the caller is still waiting")
+                raise ResponseTimeout(request_id, timeout)
             self.clock.sleep(min(every, left))
-        return answer
 
     def _write(self, request_id: str, item: dict[str, Any], attempt: int, *, condition: str) -> bool:
         now = self.clock.now()
