@@ -123,7 +123,8 @@ def grade(paths: tuple[Path, ...], out: Path, feedback: Path, shard: Shard, cell
     console = stdout_console()
     console.print(gradebook.summary_table(rows, book.maxima))
     rate = len(rows) / seconds * 60 if seconds else 0.0
-    share = "" if shard == ALL else f" (shard {shard}: {len(book.rows)} learners)"
+    learners = f"{len(book.rows)} learner{'' if len(book.rows) == 1 else 's'}"
+    share = "" if shard == ALL else f" (shard {shard}: {learners})"
     summary = (f"graded {len(rows)} notebooks{share} in {seconds:.1f} s ({rate:.1f}/min); "
                f"gradebook: {out}; feedback: {feedback}")
     console.print(summary, highlight=False, soft_wrap=True)
