@@ -1,6 +1,7 @@
 """The gradebook (one row per learner, the grader's maxima, merge) and the feedback files (no hidden input)."""
 
 import csv
+import re
 from pathlib import Path
 
 import pytest
@@ -136,3 +137,19 @@ def test_feedback_says_a_check_not_graded_and_a_problem_while_grading(tmp_path):
     text = path.read_text()
     assert "Problems while grading: the kernel died in cell 6" in text
     assert "### 00.planes (Name the three planes): 0/1 points\n\nnot graded: no answer to it reached the grader" in text
+
+
+def test_no_catalogue_name_shown_for_a_hidden_case_quotes_a_hidden_only_value():
+    from fleetlab_instructor.checks import side_of
+    from fleetlab_instructor.grading.feedback import hidden_only_values
+
+    shown = 0
+    for lab in registry.shipped_labs():
+        for check in registry.checks_of(lab):
+            values = [value for value in hidden_only_values(check.id) if not value.replace(".", "").isdigit()]
+            for wrong in side_of(check.id).wrong_answers:
+                said = misconception(check.id, wrong.expect)
+                shown += said != FITTED
+                for value in values:
+                    assert not re.search(rf"(?<![\w.]){re.escape(value)}(?!\w)", said, re.IGNORECASE), (check.id, said)
+    assert shown >= 20
