@@ -28,7 +28,10 @@ FLAGS = {
     ("capacity",): ["--conversations-per-minute", "--steps", "--step-seconds", "--region", "--json"],
     ("cleanup",): ["--prefix", "--backend", "--yes"],
     ("assign",): ["--solutions", "--out", "--check"],
-    ("grade",): ["PATH...", "--out", "--cell-timeout", "--notebook-timeout", "--grading-timeout", "--workers"],
+    ("grade",): ["PATH...", "--out", "--feedback", "--shard", "--cell-timeout", "--notebook-timeout",
+                 "--grading-timeout", "--workers"],
+    ("gradebook",): ["merge"],
+    ("gradebook", "merge"): ["GRADEBOOK.csv...", "--out"],
     ("bench",): ["--out", "--backends", "--steps", "--only"],
     ("localstack",): ["up", "down", "status", "test"],
     ("localstack", "up"): ["--timeout"],
@@ -71,9 +74,10 @@ def test_every_command_has_its_help_tested():
     group = build_cli()
     tested = {path[0] for path in FLAGS}
     assert tested == set(group.commands)
-    localstack = group.commands["localstack"]
-    assert isinstance(localstack, click.Group)
-    assert {path[1] for path in FLAGS if len(path) == 2} == set(localstack.commands)
+    for name in ("localstack", "gradebook"):
+        subgroup = group.commands[name]
+        assert isinstance(subgroup, click.Group)
+        assert {path[1] for path in FLAGS if len(path) == 2 and path[0] == name} == set(subgroup.commands)
 
 
 def test_the_group_s_help_lists_every_command_with_its_short_help():

@@ -11,6 +11,7 @@ from fleetlab_instructor.grading.gradebook import summary_table
 from fleetlab.cli.output import stdout_console
 
 CHECKS = [f"0{lab}.{name}" for lab in range(8) for name in ("first", "second", "third")]
+MAXIMA = dict.fromkeys(CHECKS, 2.0)
 
 
 def gradebook_rows() -> list[GradeRow]:
@@ -21,7 +22,7 @@ def gradebook_rows() -> list[GradeRow]:
 def test_a_gradebook_in_a_log_keeps_every_notebook_name_whole(monkeypatch):
     monkeypatch.delenv("COLUMNS", raising=False)
     log = io.StringIO()
-    stdout_console(file=log).print(summary_table(gradebook_rows()))
+    stdout_console(file=log).print(summary_table(gradebook_rows(), MAXIMA))
     lines = log.getvalue().splitlines()
     for n in range(3):
         name = f"learner-{n:02d}/03_poison_and_dlq_final_final.ipynb"
@@ -32,7 +33,7 @@ def test_a_gradebook_in_a_log_keeps_every_notebook_name_whole(monkeypatch):
 def test_columns_fixes_the_width(monkeypatch):
     monkeypatch.setenv("COLUMNS", "60")
     log = io.StringIO()
-    stdout_console(file=log).print(summary_table(gradebook_rows()))
+    stdout_console(file=log).print(summary_table(gradebook_rows(), MAXIMA))
     assert max(len(line) for line in log.getvalue().splitlines()) <= 60
 
 

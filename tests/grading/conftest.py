@@ -9,6 +9,7 @@ fixture lab's) are gone after it, and no test edits ``sys.path``.
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -65,6 +66,9 @@ def fleetlab_home(tmp_path, monkeypatch):
 
 @pytest.fixture
 def fixture_lab(monkeypatch):
-    """The fixture lab's checks (99.visibility, 99.dedupe), registered here and importable in kernels."""
-    monkeypatch.setenv("PYTHONPATH", str(FIXTURES))
+    """The fixture lab's checks (99.visibility, 99.dedupe), registered here and importable in kernels.
+
+    The kernels' path keeps the tests' own (a checkout run with PYTHONPATH set grades with its own library).
+    """
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(FIXTURES), os.environ.get("PYTHONPATH")])))
     return load_fixture_checks()

@@ -2,10 +2,11 @@
 
 import csv
 import os
-from pathlib import Path
+import shutil
 
 import nbformat
 import pytest
+from fleetlab_instructor.checks import full_check
 from fleetlab_instructor.grading.sandbox import kernel_env
 from fleetlab_tools.kernel import NotebookKernel
 
@@ -14,14 +15,24 @@ from fleetlab.cli import main
 from .conftest import FIXTURES
 
 FAKE_KEY, FAKE_SECRET = "AKIAFLEETLABFAKE0001", "fleetlab-fake-secret-do-not-leak"
-EXPECTED = {  # notebook: (99.dedupe, 99.visibility, total, error)
-    "01_correct.ipynb": ("3", "2", "5", ""),
-    "02_partly_correct.ipynb": ("0", "2", "2", ""),  # keyed on the message id: only hidden cases catch it
-    "03_wrong.ipynb": ("0", "0", "0", "cell 9 raised KeyError: 'body'"),
-    "04_infinite_loop.ipynb": ("0", "2", "2", "cell 6 timed out after 10 s"),
-    "05_kernel_crash.ipynb": ("0", "0", "0", "the kernel died in cell 6"),
-    "06_reads_credentials.ipynb": ("3", "2", "5", ""),  # it scores 0 if it sees any credential
+EXPECTED = {  # learner (its notebook NN_learner.ipynb): (99.dedupe, 99.visibility, total, error)
+    "correct": ("3", "2", "5", ""),
+    "partly_correct": ("0", "2", "2", ""),  # keyed on the message id: only hidden cases catch it
+    "wrong": ("0", "0", "0", "cell 9 raised KeyError: 'body'"),
+    "infinite_loop": ("0", "2", "2", "cell 6 timed out after 10 s"),
+    "kernel_crash": ("0", "0", "0", "the kernel died in cell 6"),
+    "reads_credentials": ("3", "2", "5", ""),  # it scores 0 if it sees any credential
 }
+
+
+@pytest.fixture
+def room(tmp_path):
+    """The six submissions, each renamed <learner>_99_fixture.ipynb (the learner from its old name)."""
+    folder = tmp_path / "room"
+    folder.mkdir()
+    for notebook in (FIXTURES / "submissions").glob("*.ipynb"):
+        shutil.copy(notebook, folder / f"{notebook.stem.split('_', 1)[1]}_99_fixture.ipynb")
+    return folder
 
 
 @pytest.fixture
@@ -43,20 +54,36 @@ def grader_with_credentials(fixture_lab, tmp_path, monkeypatch):
     return home
 
 
-def test_the_gradebook_of_the_six_submissions(grader_with_credentials, tmp_path, capsys):
-    out = tmp_path / "grades.csv"
-    assert main(["grade", str(FIXTURES / "submissions"), "--out", str(out), "--cell-timeout", "10"]) == 0
+def test_the_gradebook_of_the_six_submissions(grader_with_credentials, room, tmp_path, capsys):
+    out, feedback = tmp_path / "grades.csv", tmp_path / "feedback"
+    argv = ["grade", str(room), "--out", str(out), "--feedback", str(feedback), "--cell-timeout", "10"]
+    assert main(argv) == 0
     with out.open(newline="") as file:
-        rows = list(csv.DictReader(file))
-    assert list(rows[0]) == ["notebook", "99.dedupe", "99.visibility", "total", "error"]
-    got = {
-        Path(row["notebook"]).name: (row["99.dedupe"], row["99.visibility"], row["total"], row["error"]) for row in rows
-    }
-    assert got == EXPECTED
+        maxima, *rows = list(csv.DictReader(file))
+    assert list(maxima.values()) == ["Points Possible", "3", "2", "5"]
+    assert [row["learner"] for row in rows] == sorted(EXPECTED)
+    got = {row["learner"]: (row["99.dedupe"], row["99.visibility"], row["total"]) for row in rows}
+    assert got == {learner: expected[:3] for learner, expected in EXPECTED.items()}
+    for learner, (*_, error) in EXPECTED.items():
+        said = (feedback / f"{learner}.md").read_text()
+        assert (f"Problems while grading: {error}\n" in said) if error else ("Problems while grading" not in said)
     printed = capsys.readouterr().out
     assert "graded 6 notebooks" in printed
     for secret in (FAKE_KEY, FAKE_SECRET):
         assert secret not in out.read_text() and secret not in printed
+        assert all(secret not in path.read_text() for path in feedback.iterdir())
+
+
+def test_a_learner_fitted_to_the_public_cases_reads_the_mistake_never_the_hidden_input(grader_with_credentials, room,
+                                                                                        tmp_path):
+    feedback = tmp_path / "feedback"
+    assert main(["grade", str(room / "partly_correct_99_fixture.ipynb"), "--out", str(tmp_path / "g.csv"),
+                 "--feedback", str(feedback)]) == 0
+    said = (feedback / "partly_correct.md").read_text()
+    assert "- public case *redelivered after a visibility timeout*: pass" in said
+    assert "- hidden case 1: fail; it points to: keyed on the message id" in said
+    for case in full_check("99.dedupe").hidden:
+        assert case.name not in said
 
 
 def test_learner_code_sees_no_credential(grader_with_credentials, tmp_path):

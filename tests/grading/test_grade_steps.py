@@ -4,6 +4,8 @@ import nbformat
 import pytest
 from fleetlab_instructor.grading.grade import (
     STEPS,
+    CaseReport,
+    CheckReport,
     Job,
     Limits,
     add_hidden_cases,
@@ -235,3 +237,17 @@ def test_grade_job_always_stops_the_kernel_and_reports_a_broken_step(monkeypatch
     assert broken.kernel.stopped
     assert row.error == "grading step 'add hidden cases' failed (zmq socket closed)"
     assert row.total == 0
+
+
+def test_score_keeps_each_case_for_the_feedback():
+    cases = [{"name": "public one", "hidden": False, "status": "pass", "diagnosis": ""},
+             {"name": "", "hidden": True, "status": "fail", "diagnosis": "a second publish of the same alert"}]
+    check = {"status": "fail", "points": 1, "max_points": 2, "diagnosis": "a second publish", "cases": cases}
+    scored = graded(lambda source: grades_output({"nonce": "n0nce", "expected": {}, "checks": {"99.a": check}}))
+    assert scored.checks == {"99.a": CheckReport("fail", "a second publish", (
+        CaseReport("public one", False, "pass", ""),
+        CaseReport("", True, "fail", "a second publish of the same alert"),
+    ))}
+    malformed = {**check, "cases": [{"name": "no status"}]}
+    withheld = graded(lambda source: grades_output({"nonce": "n0nce", "expected": {}, "checks": {"99.a": malformed}}))
+    assert withheld.checks == {} and withheld.errors[0].startswith("grades were malformed")

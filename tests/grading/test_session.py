@@ -28,11 +28,17 @@ def test_grade_session_regrades_the_last_answer_with_hidden_cases():
     check("00.planes", {**lab00.REFERENCE, "claim-check bucket": "work"})  # the last answer counts
     payload = grade_session("nonce-1", hidden_cases(["00.planes"]))
     assert payload["nonce"] == "nonce-1"
-    assert payload["checks"] == {"00.planes": {"status": "fail", "points": 0.875, "max_points": 1}}
+    graded = payload["checks"]["00.planes"]
+    assert (graded["status"], graded["points"], graded["max_points"]) == ("fail", 0.875, 1)
+    assert [(case["name"], case["hidden"], case["status"]) for case in graded["cases"]] == [
+        *((case.name, False, "pass") for case in lab00.PUBLIC),
+        *(("", True, "fail" if case.name == "claim-check bucket" else "pass") for case in lab00.HIDDEN),
+    ]
+    assert graded["diagnosis"] == graded["cases"][-1]["diagnosis"]  # the failed case's, for the grader only
     assert payload["expected"] == {"00.planes": 1}
 
 
-def test_grades_carry_scores_only_and_nothing_the_learner_prints_while_hidden_cases_run(fixture_lab, capsys):
+def test_grades_name_no_hidden_case_and_carry_nothing_the_learner_prints_while_hidden_cases_run(fixture_lab, capsys):
     def talkative(message, done, file_ticket):
         print("handling", message)
         good_handle(message, done, file_ticket)
@@ -41,7 +47,9 @@ def test_grades_carry_scores_only_and_nothing_the_learner_prints_while_hidden_ca
     assert "handling" in capsys.readouterr().out  # the public cases may print
     payload = grade_session("nonce-2", hidden_cases(["99.dedupe"]))
     assert "handling" not in capsys.readouterr().out
-    assert payload["checks"]["99.dedupe"] == {"status": "pass", "points": 3, "max_points": 3}
+    graded = payload["checks"]["99.dedupe"]
+    assert (graded["status"], graded["points"], graded["max_points"]) == ("pass", 3, 3)
+    assert [case["hidden"] for case in graded["cases"]] == [False, False, True, True]
     for hidden in full_check("99.dedupe").hidden:
         assert hidden.name not in json.dumps(payload)
 

@@ -1,4 +1,4 @@
-"""The instructor's subcommands of ``fleetlab``: ``assign``, ``grade`` and ``bench``, click commands.
+"""The instructor's subcommands of ``fleetlab``: ``assign``, ``grade``, ``gradebook`` and ``bench``, click commands.
 
 The ``fleetlab`` command finds each through its ``fleetlab.commands`` entry point.
 """
@@ -9,6 +9,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
@@ -17,10 +18,45 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from fleetlab.backends.backend import BACKEND_NAMES
 from fleetlab.cli.argtypes import POSITIVE_FLOAT, POSITIVE_INT, ChoiceList
 from fleetlab.cli.output import stdout_console
+from fleetlab.core.errors import InvalidInput
 from fleetlab_instructor.bench.suite import DEFAULT_BACKENDS, DEFAULT_OUT, MEASUREMENTS
 from fleetlab_instructor.bench.suite import run as run_suite
+from fleetlab_instructor.grading.submissions import ALL, Shard, parse_shard
 
 PATH = click.Path(path_type=Path)
+
+
+class ShardType(click.ParamType):
+    """``I/N``: shard I of N, 1 <= I <= N (``submissions.parse_shard``)."""
+
+    name = "I/N"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Shard:
+        if isinstance(value, Shard):
+            return value
+        try:
+            return parse_shard(str(value))
+        except InvalidInput as exc:
+            self.fail(exc.problem + (f" ({exc.hint})" if exc.hint else ""), param, ctx)
+
+
+GRADE_HELP = """Grade submitted notebooks into a gradebook CSV and a feedback file per learner.
+
+Learner ids: a notebook is <learner>_<NN>_<lab>.ipynb (alice_01_at_least_once.ipynb),
+or <NN>_<lab>.ipynb in a folder named for its learner (alice/01_at_least_once.ipynb);
+NN is its lab. A notebook with no learner id is refused. A learner id is letters,
+digits, '.', '-' and '_'.
+
+The gradebook (Canvas's gradebook CSV layout): a header row (learner, one column per
+check of the labs handed in, total), a 'Points Possible' row of the grader's own
+maximum points, then one row per learner; numbers only, blank where a learner handed
+in no notebook of that lab. Feedback: FEEDBACK/<learner>.md, every public case's
+diagnosis and, for a failed hidden case, the mistake it points to, never its inputs.
+
+--shard I/N grades the learners at positions I-1, I-1+N, ... of the sorted learner
+ids (every shard must see the same submissions); `fleetlab gradebook merge` joins
+the shards' gradebooks into the one an unsharded run writes.
+"""
 
 
 @click.command("assign", help="write the student notebooks from the instructor notebooks")
@@ -46,20 +82,28 @@ def assign(solutions: Path, out: Path, check: bool) -> int:
     return 0
 
 
-@click.command("grade", help="grade submitted notebooks into a gradebook CSV")
+@click.command("grade", short_help="grade submitted notebooks into a gradebook CSV and feedback files",
+               help=GRADE_HELP)
 @click.argument("paths", nargs=-1, required=True, type=PATH, metavar="PATH...",
                 help="notebooks, or folders of them")
 @click.option("--out", type=PATH, default=Path("grades.csv"), help="the gradebook CSV to write")
+@click.option("--feedback", type=PATH, default=Path("feedback"),
+              help="the folder for the feedback files, one <learner>.md each (default feedback)")
+@click.option("--shard", type=ShardType(), default=ALL, metavar="I/N",
+              help="grade only shard I of N of the learners (default 1/1: all)")
 @click.option("--cell-timeout", type=POSITIVE_FLOAT, default=60, help="seconds per cell (default 60)")
 @click.option("--notebook-timeout", type=POSITIVE_FLOAT, default=300, help="seconds per notebook (default 300)")
 @click.option("--grading-timeout", type=POSITIVE_FLOAT, default=60, help="seconds for the hidden cases (default 60)")
 @click.option("--workers", type=POSITIVE_INT, default=2, help="notebooks graded at once (default 2)")
-def grade(paths: tuple[Path, ...], out: Path, cell_timeout: float, notebook_timeout: float, grading_timeout: float,
-          workers: int) -> int:
-    from fleetlab_instructor.grading.grade import Limits, find_notebooks, grade_notebooks
-    from fleetlab_instructor.grading.gradebook import summary_table, write_csv
+def grade(paths: tuple[Path, ...], out: Path, feedback: Path, shard: Shard, cell_timeout: float,
+          notebook_timeout: float, grading_timeout: float, workers: int) -> int:
+    from fleetlab_instructor.grading import gradebook
+    from fleetlab_instructor.grading.feedback import write_feedback
+    from fleetlab_instructor.grading.grade import Limits, grade_notebooks
+    from fleetlab_instructor.grading.submissions import find_submissions, shard_of
 
-    notebooks = find_notebooks(paths)
+    submissions = shard_of(find_submissions(paths), shard)
+    notebooks = [sub.path for sub in submissions]
     limits = Limits(cell=cell_timeout, notebook=notebook_timeout, grading=grading_timeout)
     started = time.monotonic()
     columns = (TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
@@ -73,12 +117,37 @@ def grade(paths: tuple[Path, ...], out: Path, cell_timeout: float, notebook_time
             on_graded=lambda row: bar.advance(task),
         )
     seconds = time.monotonic() - started
-    write_csv(rows, out)
+    book = gradebook.build(submissions, rows)
+    gradebook.write_csv(book, out)
+    write_feedback(book, submissions, rows, feedback)
     console = stdout_console()
-    console.print(summary_table(rows))
+    console.print(gradebook.summary_table(rows, book.maxima))
     rate = len(rows) / seconds * 60 if seconds else 0.0
-    summary = f"graded {len(rows)} notebooks in {seconds:.1f} s ({rate:.1f}/min); gradebook: {out}"
+    learners = f"{len(book.rows)} learner{'' if len(book.rows) == 1 else 's'}"
+    share = "" if shard == ALL else f" (shard {shard}: {learners})"
+    summary = (f"graded {len(rows)} notebooks{share} in {seconds:.1f} s ({rate:.1f}/min); "
+               f"gradebook: {out}; feedback: {feedback}")
     console.print(summary, highlight=False, soft_wrap=True)
+    return 0
+
+
+@click.group("gradebook", help="work with gradebook CSVs that `fleetlab grade` wrote")
+def gradebook_group() -> None:
+    """The ``gradebook`` subcommands."""
+
+
+@gradebook_group.command("merge", help="join shards' gradebooks (`fleetlab grade --shard I/N`) into one; refuse "
+                                       "a learner graded differently in two, or a check's maximum that differs")
+@click.argument("gradebooks", nargs=-1, required=True, type=PATH, metavar="GRADEBOOK.csv...",
+                help="the shards' gradebooks")
+@click.option("--out", type=PATH, required=True, help="the merged gradebook CSV to write")
+def merge(gradebooks: tuple[Path, ...], out: Path) -> int:
+    from fleetlab_instructor.grading import gradebook
+
+    merged = gradebook.merge({path: gradebook.read_csv(path) for path in dict.fromkeys(gradebooks)})
+    gradebook.write_csv(merged, out)
+    summary = f"merged {len(gradebooks)} gradebooks: {len(merged.rows)} learners, {len(merged.maxima)} checks; {out}"
+    stdout_console().print(summary, highlight=False, soft_wrap=True)
     return 0
 
 

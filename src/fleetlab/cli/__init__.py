@@ -32,6 +32,7 @@ BUILT_IN = (doctor.command, demo_command.command, grading.command, cost.command,
 ELSEWHERE = {
     "assign": ("the instructor's package", "instructor"),
     "grade": ("the instructor's package", "instructor"),
+    "gradebook": ("the instructor's package", "instructor"),
     "bench": ("the instructor's package", "instructor"),
     "localstack": ("the course's tooling", "tools"),
 }

@@ -49,14 +49,34 @@ class Limits:
     startup: float = 60
 
 
+@dataclass(frozen=True)
+class CaseReport:
+    """One case as the grading cell reported it; a hidden case comes without its name."""
+
+    name: str
+    hidden: bool
+    status: str
+    diagnosis: str
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """One check's verdict as the grading cell reported it: its status and its cases (for the feedback)."""
+
+    status: str
+    diagnosis: str
+    cases: tuple[CaseReport, ...] = ()
+
+
 @dataclass
 class GradeRow:
-    """One notebook's line in the gradebook: points per check, total, and what went wrong."""
+    """One notebook's line in the gradebook: points per check, total, what went wrong, and each check's cases."""
 
     notebook: str
     scores: dict[str, float]
     max_points: dict[str, float | None]
     error: str
+    checks: dict[str, CheckReport] = field(default_factory=dict)
 
     @property
     def total(self) -> float:
@@ -77,6 +97,7 @@ class Job:
     grading_cell: int | None = None
     max_points: dict[str, float | None] = field(default_factory=dict)
     scores: dict[str, float] = field(default_factory=dict)
+    checks: dict[str, CheckReport] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     row: GradeRow | None = None
 
@@ -154,13 +175,14 @@ def score(job: Job) -> None:
         _read_grades(job, genuine[0])
     except (KeyError, TypeError, ValueError) as exc:
         job.scores.clear()
+        job.checks.clear()
         job.errors.append(f"grades were malformed ({_short(exc)}); scores withheld")
 
 
 def report(job: Job) -> None:
     """Make the gradebook row: every known check (0 when not earned), total, errors."""
     scores = {check_id: job.scores.get(check_id, 0.0) for check_id in sorted(job.max_points)}
-    job.row = GradeRow(job.name, scores, dict(job.max_points), "; ".join(job.errors))
+    job.row = GradeRow(job.name, scores, dict(job.max_points), "; ".join(job.errors), dict(job.checks))
 
 
 STEPS: tuple[tuple[str, Callable[[Job], None]], ...] = (
@@ -262,6 +284,13 @@ def _read_grades(job: Job, payload: Mapping[str, Any]) -> None:
         job.max_points[str(check_id)] = max_points
         earned = float(grade["points"]) if grade["status"] in SCORED else 0.0
         job.scores[str(check_id)] = min(max(earned, 0.0), max_points)
+        job.checks[str(check_id)] = _check_report(grade)
+
+
+def _check_report(grade: Mapping[str, Any]) -> CheckReport:
+    cases = tuple(CaseReport(str(case["name"]), bool(case["hidden"]), str(case["status"]), str(case["diagnosis"]))
+                  for case in grade.get("cases", ()))
+    return CheckReport(str(grade["status"]), str(grade.get("diagnosis", "")), cases)
 
 
 def _short(value: object) -> str:

@@ -5,7 +5,9 @@ and remembers the answer. The grader appends one cell calling
 ``grade_session(nonce, hidden)``, where ``hidden`` hands over the hidden
 cases (``handover``): it re-runs every remembered answer with public and
 hidden cases and emits one ``display_data`` of type ``GRADES_MIME`` carrying
-the grader's nonce, with scores only (no case names, inputs or diagnoses).
+the grader's nonce: per check its status, points and each case's status and
+diagnosis (a hidden case's name left out). The payload is read by the grader
+alone; a learner's feedback keeps hidden cases' inputs out of it.
 
 ``FLEETLAB_EXPECT_CHECKS=pass`` (or ``not-yet``) makes ``check()`` raise when a
 result differs: CI runs the instructor notebooks with ``pass`` (in a notebook
@@ -23,7 +25,7 @@ from fleetlab.core.errors import FleetlabError
 from fleetlab.core.settings import settings
 from fleetlab.course.grading import handover, learner, progress, registry
 from fleetlab.course.grading.display import show
-from fleetlab.course.grading.results import CheckResult, CheckStatus, refused
+from fleetlab.course.grading.results import CaseResult, CheckResult, CheckStatus, refused
 from fleetlab.course.grading.runner import CheckBackend, run_check
 
 GRADES_MIME = "application/vnd.fleetlab.grades+v1+json"
@@ -68,7 +70,8 @@ def grade_session(nonce: str, hidden: str) -> dict[str, Any]:
             if check_id in cases:
                 check = check.with_hidden(cases[check_id])
             result = _judge(check, answer, include_hidden=True, backends=backends)
-            grades[check_id] = {"status": str(result.status), "points": result.points, "max_points": result.max_points}
+            grades[check_id] = {"status": str(result.status), "points": result.points, "max_points": result.max_points,
+                                "diagnosis": result.diagnosis, "cases": [_case_grade(case) for case in result.cases]}
     labs = sorted({check_id.split(".", 1)[0] for check_id in _answers})
     expected = {check.id: check.points for lab in labs for check in registry.checks_of(lab)}
     payload = {"nonce": nonce, "checks": grades, "expected": expected}
@@ -83,6 +86,12 @@ def _judge(check: registry.Check, answer: Any, **run: Any) -> CheckResult:
         return refused(check, f"this answer uses {borrowed}: a check grades your own answer, so it scores "
                               "nothing; write it yourself", graded=run.get("include_hidden", False))
     return run_check(check, answer, **run)
+
+
+def _case_grade(case: CaseResult) -> dict[str, Any]:
+    """One case's line of the grades payload; a hidden case's name (it may state its input) is left out."""
+    return {"name": "" if case.hidden else case.name, "hidden": case.hidden, "status": str(case.status),
+            "diagnosis": case.diagnosis}
 
 
 def forget() -> None:

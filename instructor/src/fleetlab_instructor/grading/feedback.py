@@ -1,0 +1,142 @@
+"""Feedback per learner: one markdown file saying, per notebook and check, what each case found.
+
+A public case is shown as the notebook shows it: its name, its status, its
+diagnosis. A hidden case is never named and its inputs never appear: a
+failed one says the misconception it points to, the name of the instructor's
+catalogue entry (a known wrong answer) whose diagnosis it shares, hidden-only
+entries first, with any value that only the hidden cases hold blanked out;
+when no entry matches, what hidden cases are there to catch (a case that
+timed out says so, in the runner's words). A problem while
+grading (a raising cell, a hang, a dead kernel) is said as the gradebook's
+terminal table says it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from fleetlab.core.errors import InvalidInput
+from fleetlab.core.files import write_atomically
+from fleetlab.course.grading import registry
+from fleetlab.course.grading.display import format_points
+from fleetlab_instructor.checks import full_check, side_of
+from fleetlab_instructor.grading.grade import CaseReport, GradeRow
+from fleetlab_instructor.grading.gradebook import Gradebook
+from fleetlab_instructor.grading.submissions import Submission
+
+FITTED = ("it fails on inputs the public cases do not show: the answer may fit the public cases "
+          "(values written in for them) rather than follow the rule the exercise states")
+BLANK = "…"
+HIDDEN_STATUS_SAYS = {
+    "error": " (the check itself broke on this case: a fleetlab bug, never your answer's fault)",
+    "skipped": " (not run: the check ran out of time on an earlier case)",
+}
+NOT_GRADED = "not graded: no answer to it reached the grader (run its `check()` cell, and keep it)"
+
+
+def write_feedback(book: Gradebook, submissions: Sequence[Submission], rows: Sequence[GradeRow],
+                   folder: Path) -> list[Path]:
+    """Write ``<learner>.md`` under ``folder`` for each learner of ``submissions``; return the paths written."""
+    by_learner: dict[str, list[tuple[Submission, GradeRow]]] = {}
+    for sub, row in zip(submissions, rows, strict=True):
+        by_learner.setdefault(sub.learner, []).append((sub, row))
+    written = []
+    for learner, graded in sorted(by_learner.items()):
+        path = folder / f"{learner}.md"
+        write_atomically(path, feedback_text(learner, graded, book.maxima))
+        written.append(path)
+    return written
+
+
+def feedback_text(learner: str, graded: Sequence[tuple[Submission, GradeRow]], maxima: Mapping[str, float]) -> str:
+    """One learner's feedback, in markdown: a section per notebook, a subsection per check of its lab."""
+    lines = [f"# Feedback for {learner}", ""]
+    for sub, row in graded:
+        lines += [f"## {sub.path.name} (lab {sub.lab})", ""]
+        if row.error:
+            lines += [f"Problems while grading: {row.error}", ""]
+        for check_id, most in maxima.items():
+            if check_id.split(".", 1)[0] == sub.lab:
+                lines += _check_section(check_id, most, row)
+    return "\n".join(lines)
+
+
+def _check_section(check_id: str, most: float, row: GradeRow) -> list[str]:
+    earned = min(max(row.scores.get(check_id, 0.0), 0.0), most)
+    title = registry.get_check(check_id).title
+    lines = [f"### {check_id} ({title}): {format_points(earned)}/{format_points(most)} points", ""]
+    report = row.checks.get(check_id)
+    if report is None:
+        return [*lines, NOT_GRADED, ""]
+    if report.status == "not yet" or not report.cases:  # unfinished, or refused before any case ran: no input named
+        said = report.diagnosis if report.diagnosis.startswith(report.status) else \
+            ": ".join(filter(None, (report.status, report.diagnosis)))
+        return [*lines, said, ""]
+    hidden = 0
+    for case in report.cases:
+        hidden += case.hidden
+        lines.append(_case_line(check_id, case, hidden))
+    return [*lines, ""]
+
+
+def _case_line(check_id: str, case: CaseReport, hidden_number: int) -> str:
+    if not case.hidden:
+        said = f": {case.diagnosis}" if case.diagnosis else ""
+        return f"- public case *{case.name}*: {case.status}{said}"
+    if case.status != "fail":
+        return f"- hidden case {hidden_number}: {case.status}{HIDDEN_STATUS_SAYS.get(case.status, '')}"
+    return f"- hidden case {hidden_number}: fail; it points to: {misconception(check_id, case.diagnosis)}"
+
+
+def misconception(check_id: str, diagnosis: str) -> str:
+    """What a failed hidden case of ``check_id`` with ``diagnosis`` points to, never its inputs (module docstring)."""
+    try:
+        wrong_answers = sorted(side_of(check_id).wrong_answers, key=lambda wrong: wrong.public)
+    except InvalidInput:
+        return FITTED
+    values = hidden_only_values(check_id)
+    if diagnosis.startswith("timed out"):  # the runner's words: a limit and the learner's own code, no input
+        return blank_out(diagnosis, values)
+    for wrong in wrong_answers:
+        if wrong.expect and wrong.expect in diagnosis:
+            return blank_out(wrong.name, values)
+    return FITTED
+
+
+def hidden_only_values(check_id: str) -> set[str]:
+    """Every value (as text) that a hidden case of ``check_id`` holds and no public case does."""
+    check = full_check(check_id)
+    public = set(_values(check.public))
+    return {value for value in _values(check.hidden) if value not in public}
+
+
+def blank_out(text: str, values: Iterable[str]) -> str:
+    """``text`` with each of ``values`` standing alone (not inside a longer word or number) replaced by ``BLANK``."""
+    for value in sorted(values, key=len, reverse=True):
+        text = re.sub(rf"(?<![\w.]){re.escape(value)}(?![\w]|\.\d)", BLANK, text, flags=re.IGNORECASE)
+    return text
+
+
+def _values(item: Any) -> Iterator[str]:
+    if dataclasses.is_dataclass(item) and not isinstance(item, type):
+        for part in dataclasses.fields(item):
+            yield from _values(getattr(item, part.name))
+    elif isinstance(item, str):
+        if item.strip():
+            yield item.strip()
+    elif isinstance(item, bool) or item is None:
+        return
+    elif isinstance(item, int | float):
+        yield format_points(item)
+        yield str(item)
+    elif isinstance(item, Mapping):
+        for key, value in item.items():
+            yield from _values(key)
+            yield from _values(value)
+    elif isinstance(item, Iterable):
+        for value in item:
+            yield from _values(value)
