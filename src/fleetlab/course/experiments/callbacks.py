@@ -36,7 +36,9 @@ from fleetlab.services.state.claimcheck import ClaimCheck
 from fleetlab.services.stepfunctions import asl, executions, machines
 from fleetlab.services.stepfunctions.timeline import Entry, rows, timeline
 from fleetlab.services.stepfunctions.worker import (
+    DEAD_TOKEN_ERRORS,
     DIED,
+    DROPPED,
     FAILED,
     SUCCEEDED,
     Call,
@@ -118,7 +120,12 @@ def beat_between_calls(behaviour: Behaviour) -> Responder:
             if behaviour.dies_after == number:
                 raise WorkerCrashed(f"after call {number}", token[-6:], 1)
             _ignore_refusal(lambda: sfn.send_task_heartbeat(taskToken=token))
-        sfn.send_task_success(taskToken=token, output=json.dumps(work()))
+        try:
+            sfn.send_task_success(taskToken=token, output=json.dumps(work()))
+        except ClientError as exc:  # the execution gave up on the token first (a heartbeat missed under load)
+            if exc.response["Error"].get("Code") in DEAD_TOKEN_ERRORS:
+                return DROPPED
+            raise
         return SUCCEEDED
 
     return respond
