@@ -18,7 +18,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
 # The library (with JupyterLab, the lab extra) and its tooling, into the image's Python, owned by
-# root: the learner's kernels import it and cannot change it. The sources are removed afterwards.
+# root: the learner's kernels import it and cannot change its files. The sources are removed afterwards.
 COPY pyproject.toml README.md LICENSE /tmp/fleetlab/
 COPY src /tmp/fleetlab/src
 COPY tools /tmp/fleetlab/tools
