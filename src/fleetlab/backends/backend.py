@@ -285,8 +285,8 @@ def _open_localstack() -> Backend:
     _require_reachable(
         f"{endpoint}/_localstack/health",
         "LocalStack",
-        "start it with `make localstack-up` (no Docker; export what it prints) or `docker compose up localstack` "
-        "(current images stop at once without LOCALSTACK_AUTH_TOKEN), or point LOCALSTACK_ENDPOINT at it; "
+        "start it with `make localstack-up` (no Docker; export what it prints) or `docker compose up localstack moto` "
+        "(its LocalStack image stops at once without LOCALSTACK_AUTH_TOKEN), or point LOCALSTACK_ENDPOINT at it; "
         "see docs/troubleshooting.md#localstack-not-reachable-or-asking-for-a-token",
     )
     apart = chosen.served_apart
