@@ -24,25 +24,25 @@ def submission(path: Path, *cells: str) -> Path:
     return path
 
 
-def graded(tmp_path: Path, *notebooks: Path) -> dict[str, dict[str, str]]:
-    out = tmp_path / "grades.csv"
-    assert main(["grade", *map(str, notebooks), "--out", str(out)]) == 0
+def graded(tmp_path: Path, *notebooks: Path) -> tuple[dict[str, dict[str, str]], Path]:
+    """The gradebook's rows by learner, and the folder of feedback files."""
+    out, feedback = tmp_path / "grades.csv", tmp_path / "feedback"
+    assert main(["grade", *map(str, notebooks), "--out", str(out), "--feedback", str(feedback)]) == 0
     with out.open(newline="") as file:
-        return {Path(row["notebook"]).name: row for row in csv.DictReader(file)}
+        return {row["learner"]: row for row in csv.DictReader(file)}, feedback
 
 
 def test_a_notebook_that_imports_a_reference_answer_scores_nothing_and_the_gradebook_says_why(tmp_path):
-    borrowed = submission(tmp_path / "borrowed.ipynb", "from fleetlab import check",
+    borrowed = submission(tmp_path / "borrowed_00_orientation.ipynb", "from fleetlab import check",
                           "from fleetlab_instructor.checks.lab00.planes import REFERENCE\nanswer = REFERENCE",
                           'check("00.planes", answer)')
-    own = submission(tmp_path / "own.ipynb", "from fleetlab import check", f"answer = {OWN_ANSWER!r}",
+    own = submission(tmp_path / "own_00_orientation.ipynb", "from fleetlab import check", f"answer = {OWN_ANSWER!r}",
                      'check("00.planes", answer)')
-    rows = graded(tmp_path, borrowed, own)
-    assert (rows["own.ipynb"]["00.planes"], rows["own.ipynb"]["error"]) == ("1", "")
-    assert rows["borrowed.ipynb"]["00.planes"] == "0"
-    error = rows["borrowed.ipynb"]["error"]
-    assert error.startswith("cell 2 raised ModuleNotFoundError: fleetlab_instructor"), error
-    assert "instructor's side of fleetlab" in error
+    rows, feedback = graded(tmp_path, borrowed, own)
+    assert (rows["own"]["00.planes"], rows["borrowed"]["00.planes"]) == ("1", "0")
+    said = (feedback / "borrowed.md").read_text()
+    assert "cell 2 raised ModuleNotFoundError: fleetlab_instructor" in said, said
+    assert "instructor's side of fleetlab" in said
 
 
 def test_check_refuses_an_answer_function_from_the_instructors_package_and_says_why():
