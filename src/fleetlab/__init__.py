@@ -21,7 +21,15 @@ from __future__ import annotations
 from typing import Any
 
 from fleetlab.composition.pipeline import Fleet
-from fleetlab.core.errors import AlreadyInProgress, FleetlabError, InvalidInput, LeaseLost, StepFailed, Timeout
+from fleetlab.core.errors import (
+    AlreadyInProgress,
+    FleetlabError,
+    InvalidInput,
+    LeaseLost,
+    QuotaExhausted,
+    StepFailed,
+    Timeout,
+)
 from fleetlab.core.faults import Crash, CrashPoint, FaultPlan
 from fleetlab.core.ledger import EffectsLedger
 from fleetlab.core.tracing import Tracer
@@ -67,6 +75,7 @@ __all__ = [
     "InvalidInput",
     "Lab",
     "LeaseLost",
+    "QuotaExhausted",
     "StepFailed",
     "Timeout",
     "Tracer",

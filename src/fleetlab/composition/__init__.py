@@ -1,10 +1,13 @@
 """Composition: the services wired into the reference fleet, and what a notebook takes from it.
 
 ``topology`` (the reference topology and throwaway experiment resources),
-``pipeline`` (the fleet), ``scaling`` (KEDA, the HPA and the fleet model)
-and ``cost``. The names below are the public surface a lab imports.
+``pipeline`` (the fleet), ``scaling`` (KEDA, the HPA and the fleet model),
+``admission`` (the dispatcher that takes work only when the token governor
+can pay for it), ``concurrency`` (AIMD) and ``cost``. The names below are the public surface a lab imports.
 """
 
+from fleetlab.composition.admission import Dispatcher
+from fleetlab.composition.concurrency import AdaptiveConcurrency
 from fleetlab.composition.pipeline import Fleet
 from fleetlab.composition.scaling import QueueAttributes, parse_scaled_object, scaled_object, size
 from fleetlab.composition.scaling.capacity import IN_FLIGHT_CAP, capacity, daily_bill, fleet_scaled_object
@@ -22,7 +25,9 @@ from fleetlab.composition.topology import (
 
 __all__ = [
     "IN_FLIGHT_CAP",
+    "AdaptiveConcurrency",
     "AgentClass",
+    "Dispatcher",
     "Fleet",
     "Pods",
     "QueueAttributes",
