@@ -200,6 +200,12 @@ def test_a_dispatcher_with_bad_settings_names_the_field(backend, table):
         with pytest.raises(InvalidInput) as raised:
             Dispatcher(backend, "unused", governor, **chosen)
         assert raised.value.field == field
+    dispatcher = Dispatcher(backend, "unused", governor, workers=2, batch=5, call_tokens=3)
+    for settings, field in (({"max_seconds": 0}, "max_seconds"), ({"max_seconds": 60, "sample_seconds": -1},
+                                                                    "sample_seconds")):
+        with pytest.raises(InvalidInput) as raised:
+            dispatcher.run([], **settings)
+        assert raised.value.field == field
 
 
 def test_the_tradeoff_figure_has_two_titled_labelled_panels():

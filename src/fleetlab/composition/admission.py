@@ -42,7 +42,8 @@ class DispatchRun:
     """What a dispatcher run did: model ``calls`` paid and finished, ``failed_calls`` refused tokens,
     ``holds`` (times a worker left the queue alone for want of allowance), queue ``depth`` samples
     and the concurrency ``limits`` (seconds since the start, value), tokens ``spent``, ``expired``
-    (stranded in allowances when their window ended) and ``returned``, the counter's ``stats``, and
+    (stranded in allowances when their window ended) and ``returned``, the governor's ``stats`` (since
+    it was made: a fresh governor per run counts the run alone), and
     the messages ``left`` on the queue when the run stopped."""
 
     calls: int
@@ -125,7 +126,11 @@ class Dispatcher:
             sample_seconds: float = 60.0, timeout: float = 300.0) -> DispatchRun:
         """Send each arrival's bodies at its second (from now) and work them until the queue is empty,
         or ``max_seconds`` passed; then each worker gives back its unspent tokens. Workers, sender and
-        depth sampler run together on the backend's clock."""
+        depth sampler run together on the backend's clock. Raises InvalidInput naming ``max_seconds``
+        or ``sample_seconds`` when it is not positive."""
+        for name, seconds in (("max_seconds", max_seconds), ("sample_seconds", sample_seconds)):
+            if not seconds > 0:
+                raise InvalidInput(name, f"must be positive, got {seconds!r}")
         clock = self.backend.clock
         start = float(math.ceil(clock.now()))  # the run's timeline starts on a whole second
         clock.sleep(start - clock.now())
