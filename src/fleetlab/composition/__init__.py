@@ -2,10 +2,13 @@
 
 ``topology`` (the reference topology and throwaway experiment resources),
 ``pipeline`` (the fleet), ``requests`` (request and response over queues),
-``scaling`` (KEDA, the HPA and the fleet model) and ``cost``. The names
-below are the public surface a lab imports.
+``scaling`` (KEDA, the HPA and the fleet model), ``admission`` (the dispatcher
+that takes work only when the token governor can pay for it), ``concurrency``
+(AIMD) and ``cost``. The names below are the public surface a lab imports.
 """
 
+from fleetlab.composition.admission import Dispatcher
+from fleetlab.composition.concurrency import AdaptiveConcurrency
 from fleetlab.composition.pipeline import Fleet
 from fleetlab.composition.requests import (
     AgentRunner,
@@ -33,8 +36,10 @@ from fleetlab.composition.topology import (
 
 __all__ = [
     "IN_FLIGHT_CAP",
+    "AdaptiveConcurrency",
     "AgentClass",
     "AgentRunner",
+    "Dispatcher",
     "Fleet",
     "Pods",
     "QueueAttributes",

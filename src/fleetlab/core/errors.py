@@ -260,3 +260,15 @@ class CallbackRefused(FleetlabError):
     Throttling or a malformed output: the token may still be live, so the
     message is left on the queue for another try.
     """
+
+
+class QuotaExhausted(FleetlabError):
+    """The token governor had no allowance left in this window; the model call was not made.
+
+    Nothing happened, so retry freely once the window rolls over at ``retry_at`` (clock seconds),
+    or, better, let the dispatcher hold the work on its queue until then.
+    """
+
+    def __init__(self, message: str, *, retry_at: float) -> None:
+        super().__init__(message)
+        self.retry_at = retry_at

@@ -1,5 +1,5 @@
 """What a notebook shows: tables (``tables``, ``scaling_tables``), matplotlib figures (``plots``,
-``scaling_plots``, ``dlq_plots``, ``callback_plots``, ``replay_plots``) and ipywidgets controls
+``scaling_plots``, ``dlq_plots``, ``callback_plots``, ``replay_plots``, ``governor_plots``) and ipywidgets controls
 (``widgets``, ``scaling_widgets``, ``dlq_widgets``, ``callback_widgets``, ``replay_widgets``).
 Importing this package stays light: matplotlib and ipywidgets load when a figure or a widget is
 first made."""
@@ -9,6 +9,7 @@ from fleetlab.display.callback_plots import callback_timelines
 from fleetlab.display.callback_widgets import callback_headroom_explorer, workflow_explorer
 from fleetlab.display.dlq_plots import failure_classes, group_progress
 from fleetlab.display.dlq_widgets import head_of_line_explorer
+from fleetlab.display.governor_plots import batch_size_tradeoff
 from fleetlab.display.plots import step_times_vs_visibility, trace_waterfall, visibility_timeline
 from fleetlab.display.replay_plots import outage_posture, window_timeline
 from fleetlab.display.replay_widgets import outage_explorer, outage_table
@@ -20,6 +21,7 @@ from fleetlab.display.widgets import visibility_explorer
 __all__ = [
     "Table",
     "trace_table",
+    "batch_size_tradeoff",
     "callback_headroom_explorer",
     "callback_timelines",
     "failure_classes",

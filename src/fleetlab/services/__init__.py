@@ -1,7 +1,7 @@
 """Services: one package per AWS service the course teaches, and what a notebook takes from them.
 
 ``sqs`` (consumers, the worker, DLQs, redrive), ``state`` (the idempotency
-and response stores, the window), ``events`` (the envelope, replays, retry
+and response stores, the window, the token governor), ``events`` (the envelope, replays, retry
 policies), ``stepfunctions`` (machines, executions, callbacks, sizing) and
 ``agents`` (the fake model and the router in front of it). The names below
 are the public surface a lab imports; everything else is the library's own.
@@ -27,6 +27,7 @@ from fleetlab.services.events.retry import (
 )
 from fleetlab.services.sqs import dlq, messages, redrive
 from fleetlab.services.sqs.worker import QueueWorker
+from fleetlab.services.state.governor import Allowance, Quota, TokenGovernor
 from fleetlab.services.state.idempotency import Completed, IdempotencyStore
 from fleetlab.services.state.responses import ResponseStore
 from fleetlab.services.state.window import DuplicateSources
@@ -38,6 +39,7 @@ __all__ = [
     "CLASSIC_DEFAULT",
     "EVENTS_V2_DEFAULT",
     "STANDARD_POSTURES",
+    "Allowance",
     "Completed",
     "DuplicateSources",
     "FakeModel",
@@ -45,6 +47,7 @@ __all__ = [
     "LatencyProfile",
     "ModelGroup",
     "QueueWorker",
+    "Quota",
     "ResponseStore",
     "RetryPolicy",
     "RouteError",
@@ -53,6 +56,7 @@ __all__ = [
     "Router",
     "RouterSettings",
     "RouterTally",
+    "TokenGovernor",
     "callbacks",
     "dlq",
     "history",

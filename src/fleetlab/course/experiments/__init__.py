@@ -4,7 +4,8 @@
 (poison, budgets, triage, redrive, batches, FIFO lanes, the waiting caller;
 lab 03), ``callbacks`` (scripted workers against real callback executions,
 lab 04), ``autoscaling`` (bursts on real queues and the fleet model, lab 05),
-``replay`` (archives and replays, lab 06). The names below are the public
+``replay`` (archives and replays, lab 06), ``governor`` (the token
+governor's batch size under a burst, lab 07). The names below are the public
 surface a lab imports.
 """
 
@@ -20,6 +21,7 @@ from fleetlab.course.experiments.callbacks import (
     percentile,
 )
 from fleetlab.course.experiments.delivery import deliver_under_chaos, race
+from fleetlab.course.experiments.governor import batch_size_sweep
 from fleetlab.course.experiments.replay import COMPLETED_STEPS, LAB_TARGETS, ReplayBench, Target
 
 __all__ = [
@@ -30,6 +32,7 @@ __all__ = [
     "ReplayBench",
     "Target",
     "answers",
+    "batch_size_sweep",
     "burst",
     "capped",
     "deliver_under_chaos",

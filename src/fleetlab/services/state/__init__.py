@@ -1,2 +1,2 @@
 """The state plane: DynamoDB condition clauses (``conditions``), the idempotency store
-(``idempotency``) and claim-check to S3 (``claimcheck``)."""
+(``idempotency``), the token governor's shared counter (``governor``) and claim-check to S3 (``claimcheck``)."""

@@ -33,6 +33,10 @@ NOW = ":now"
 OWNER = ":owner"
 INPROGRESS_VALUE = ":inprogress"
 FAILED_VALUE = ":failed"
+SEEN = ":seen"
+WINDOW = ":window"
+ROOM = ":room"
+TOKENS = ":tokens"
 
 # Attribute names that are DynamoDB reserved words go through a placeholder.
 _NAMES = {"#status": "status", "#owner": "owner", "#result": "result"}
@@ -66,6 +70,26 @@ UNANSWERED = f"{RECORD_ABSENT} OR {WINDOW_EXPIRED}"
 
 ANSWERABLE = f"{UNANSWERED} OR {ANSWERED_WITH_ERROR}"
 """A result may be written: no live answer, or only an error (a redriven request that then succeeded)."""
+
+# The token governor's counter (``state.governor``): ``window_start``, ``quota_used``, ``quota_version``.
+
+UNCHANGED_SINCE_READ = f"quota_version = {SEEN}"
+"""Nobody wrote the counter since this worker last saw it (a compare-and-set on its version)."""
+
+SAME_WINDOW = f"window_start = {WINDOW}"
+"""The counter still counts the current quota window."""
+
+ROOM_FOR_DRAW = f"quota_used <= {ROOM}"
+"""The draw fits: ``:room`` is the usable quota minus the tokens drawn."""
+
+DRAWABLE = f"{UNCHANGED_SINCE_READ} AND {SAME_WINDOW} AND {ROOM_FOR_DRAW}"
+"""A draw in the current window: unchanged since read, and the counter stays within the quota."""
+
+WINDOW_ROLLED_OVER = f"{RECORD_ABSENT} OR ({UNCHANGED_SINCE_READ} AND window_start < {WINDOW})"
+"""A draw that opens the window: no counter yet, or an unchanged one still counting an older window."""
+
+RETURNABLE = f"{SAME_WINDOW} AND quota_used >= {TOKENS}"
+"""Unspent tokens go back only into the window they were drawn from (afterwards they expired)."""
 
 
 def attribute_names(*expressions: str) -> dict[str, str]:
