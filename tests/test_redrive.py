@@ -9,8 +9,9 @@ from botocore.exceptions import ClientError
 from fleetlab.backends.backend import open_backend
 from fleetlab.composition.topology import experiment_queue, new_prefix
 from fleetlab.core.clock import RealClock
-from fleetlab.core.errors import RedriveFailed, Timeout
-from fleetlab.services.sqs import redrive
+from fleetlab.core.errors import RedriveFailed, Timeout, WorkerCrashed
+from fleetlab.core.faults import CrashAfter
+from fleetlab.services.sqs import messages, redrive
 
 
 class MoveTasks:
@@ -94,3 +95,27 @@ def test_a_refused_task_is_the_services_error(parked, monkeypatch):
     stand_in(monkeypatch, backend, MoveTasks("RUNNING", refuse="AccessDenied"))
     with pytest.raises(ClientError, match="AccessDenied"):
         redrive.redrive(backend, queue)
+
+
+def test_a_redrive_killed_right_after_its_send_made_the_send_and_nothing_after(parked):
+    backend, queue = parked
+    killed = CrashAfter(backend.client("sqs"), ["send_message", "delete_message"], who="the redrive")
+    message = killed.receive_message(QueueUrl=queue.dlq_url, VisibilityTimeout=30)["Messages"][0]
+    assert killed.crashed_after is None  # a receive is not one of the calls it dies after
+    with pytest.raises(WorkerCrashed, match="^worker crashed at the return of send_message while handling the redrive$"):
+        killed.send_message(QueueUrl=queue.url, MessageBody=message["Body"])
+    with pytest.raises(WorkerCrashed):
+        killed.delete_message(QueueUrl=queue.dlq_url, ReceiptHandle=message["ReceiptHandle"])
+    assert killed.crashed_after == "send_message"
+    assert (messages.held(backend, queue.url), messages.held(backend, queue.dlq_url)) == (1, 3)  # sent, never deleted
+
+
+def test_a_redrive_killed_right_after_its_delete_has_lost_the_message(parked):
+    backend, queue = parked
+    killed = CrashAfter(backend.client("sqs"), ["send_message", "delete_message"], who="the redrive")
+    message = killed.receive_message(QueueUrl=queue.dlq_url, VisibilityTimeout=30)["Messages"][0]
+    with pytest.raises(WorkerCrashed):
+        killed.delete_message(QueueUrl=queue.dlq_url, ReceiptHandle=message["ReceiptHandle"])
+    with pytest.raises(WorkerCrashed):
+        killed.send_message(QueueUrl=queue.url, MessageBody=message["Body"])
+    assert (messages.held(backend, queue.url), messages.held(backend, queue.dlq_url)) == (0, 2)  # in neither queue

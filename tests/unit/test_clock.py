@@ -2,10 +2,20 @@
 
 import threading
 import time
+import warnings
 
 import pytest
 
-from fleetlab.core.clock import ActorCancelled, RealClock, VirtualClock, running, side_by_side, stop_threads, wait_until
+from fleetlab.core.clock import (
+    ActorCancelled,
+    RealClock,
+    TimerDropped,
+    VirtualClock,
+    running,
+    side_by_side,
+    stop_threads,
+    wait_until,
+)
 from fleetlab.core.errors import ConfigError, Timeout
 
 
@@ -148,6 +158,62 @@ def test_a_timer_an_actor_leaks_dies_with_it(clock):
     leaked = len(beats)
     clock.run_together(lambda: clock.sleep(100), lambda: clock.sleep(100))
     assert leaked == 2 and len(beats) == leaked
+    with pytest.warns(TimerDropped):
+        kept.clear()  # its handle, dropped at last, still says the timer was never stopped
+
+
+def test_a_timer_dropped_while_running_warns_naming_the_fix_and_stops(clock):
+    beats = []
+
+    def beat():
+        beats.append(clock.now())
+
+    timer = clock.every(10, beat)
+    timer.__enter__()
+    clock.sleep(25)
+    with pytest.warns(TimerDropped, match=r"every 10 s, calling .*beat\) was dropped while still running; "
+                                          r"use it as a `with` block, or call its stop\(\)") as warned:
+        del timer
+    assert len(warned) == 1 and issubclass(TimerDropped, ResourceWarning)
+    clock.sleep(100)
+    assert len(beats) == 2
+
+
+def test_a_timer_stopped_by_its_block_or_by_stop_never_warns(clock):
+    beats = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with clock.every(10, lambda: beats.append("block")) as timer:
+            clock.sleep(25)
+        assert not timer.running
+        early = clock.every(10, lambda: beats.append("stopped"))
+        early.__enter__()
+        clock.sleep(15)
+        early.stop()
+        early.stop()  # a second stop does nothing
+        never_started = clock.every(10, lambda: beats.append("never"))
+        del timer, early, never_started
+        clock.sleep(100)
+    assert beats == ["block", "block", "stopped"]
+    assert [w.category for w in caught] == []
+
+
+def test_a_timer_runs_one_block_only(clock):
+    timer = clock.every(10, lambda: None)
+    with timer:
+        pass
+    with pytest.raises(ConfigError, match="started already"):
+        timer.__enter__()
+
+
+def test_a_real_timer_dropped_while_running_warns_and_its_thread_ends():
+    beaten = threading.Event()
+    timer = RealClock().every(0.01, beaten.set)
+    timer.__enter__()
+    assert beaten.wait(5)
+    with pytest.warns(TimerDropped, match="use it as a `with` block, or call its stop"):
+        del timer
+    assert [t for t in threading.enumerate() if t.name == "fleetlab-every"] == []
 
 
 def test_side_by_side_on_a_real_clock_runs_experiments_at_once_and_keeps_their_order():

@@ -22,7 +22,8 @@ clock, keep their own. Other modules import the clock's names from here.
 Every clock offers:
 
 * ``every(interval, fn)``: a periodic callback (a heartbeat) that fires while
-  the caller sleeps on this clock;
+  the caller sleeps on this clock; a ``with`` block (or ``stop()``) ends it, and
+  one dropped while running warns ``TimerDropped`` (a ResourceWarning);
 * ``run_together(*tasks)``: tasks that run concurrently (several workers on
   one queue); on the virtual clock they are *actors*, one running at a time.
   ``cancel()`` stops a running group;
@@ -51,7 +52,7 @@ from fleetlab.core.threads import (
     running,
     stop_threads,
 )
-from fleetlab.core.timers import Timers
+from fleetlab.core.timers import Every, TimerDropped, Timers
 from fleetlab.core.virtualclock import VirtualClock
 
 __all__ = [
@@ -61,8 +62,10 @@ __all__ = [
     "WAIT_SLICE",
     "ActorCancelled",
     "Clock",
+    "Every",
     "OffsetClock",
     "RealClock",
+    "TimerDropped",
     "Timers",
     "VirtualClock",
     "library_clock",
@@ -98,8 +101,8 @@ class Clock(Protocol):
         """Let ``seconds`` pass for the library's own time only (a lease, a window): the services need not
         see it, so a scaled clock jumps at once. Fires due ``every`` callbacks like ``sleep``."""
 
-    def every(self, interval: float, fn: Callable[[], None]) -> contextlib.AbstractContextManager[None]:
-        """Call ``fn`` every ``interval`` seconds of this clock while the block runs."""
+    def every(self, interval: float, fn: Callable[[], None]) -> Every:
+        """Call ``fn`` every ``interval`` seconds of this clock while the block runs (or until ``stop()``)."""
 
     def run_together(self, *tasks: Callable[[], Any], timeout: float = 300.0) -> list[Any]:
         """Run ``tasks`` concurrently; return their results in order, or raise the first error."""

@@ -195,17 +195,17 @@ class WorkerCrashed(FleetlabError):
 
     The message was not deleted, so the queue will deliver it again once its
     visibility timeout expires. Whatever ran before the crash point happened.
+    ``receive_count`` is None when the worker held no one message (a redrive).
     """
 
     may_have_happened = True
 
-    def __init__(self, point: str, trace_id: str, receive_count: int) -> None:
+    def __init__(self, point: str, trace_id: str, receive_count: int | None) -> None:
         self.point = point
         self.trace_id = trace_id
         self.receive_count = receive_count
-        super().__init__(
-            f"worker crashed at {point} while handling {trace_id} (receive {receive_count})"
-        )
+        receive = "" if receive_count is None else f" (receive {receive_count})"
+        super().__init__(f"worker crashed at {point} while handling {trace_id}{receive}")
 
 
 class ModelError(FleetlabError):

@@ -1,9 +1,10 @@
-"""Fault injection: named crash points, seeded fault plans, network latency.
+"""Fault injection: named crash points, seeded fault plans, a process killed between two calls, network latency.
 
 A worker asks its plan at each crash point whether to die there. A crash is
 a ``WorkerCrashed`` exception: the worker drops the message without deleting
 it, exactly as a killed process would, and the queue redelivers it after the
-visibility timeout.
+visibility timeout. ``CrashAfter`` kills the code that holds a client right
+after a chosen call took effect, so whatever it meant to do next never happens.
 
 A plan is deterministic: explicit crashes (``Crash``) match by point, trace
 and receive count; rates draw from a hash of (seed, point, trace, receive),
@@ -13,6 +14,7 @@ so the same seed gives the same crashes however workers interleave.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -75,6 +77,42 @@ class FaultPlan:
 def _unit_draw(seed: int, point: CrashPoint, trace_id: str, receive_count: int) -> float:
     digest = hashlib.sha256(f"{seed}|{point.value}|{trace_id}|{receive_count}".encode()).digest()
     return int.from_bytes(digest[:8], "big") / 2**64
+
+
+class CrashAfter:
+    """A boto3 client whose holder is killed right after its first call to one of ``operations``.
+
+    That call takes effect on the service, but its answer never comes back:
+    the client raises WorkerCrashed instead (``who`` names the holder), and
+    again at every later call, since a killed process makes none.
+    ``crashed_after`` names the call it died after (None while it lives).
+    """
+
+    def __init__(self, client: Any, operations: Collection[str], *, who: str) -> None:
+        self._client = client
+        self._operations = frozenset(operations)
+        self._who = who
+        self.crashed_after: str | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._client, name)
+        if not callable(attribute) or name.startswith("_") or name in ("meta", "exceptions"):
+            return attribute
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            self.check_alive()
+            response = attribute(*args, **kwargs)
+            if name in self._operations:
+                self.crashed_after = name
+                self.check_alive()
+            return response
+
+        return call
+
+    def check_alive(self) -> None:
+        """Raise WorkerCrashed once the holder has been killed."""
+        if self.crashed_after is not None:
+            raise WorkerCrashed(f"the return of {self.crashed_after}", self._who, None)
 
 
 class Latency:

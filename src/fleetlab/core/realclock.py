@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 from fleetlab.core.errors import Timeout
 from fleetlab.core.threads import CANCEL_GRACE, WAIT_SLICE, join_in_slices, stop_threads
-from fleetlab.core.timers import require_positive
+from fleetlab.core.timers import Every, require_positive
 from fleetlab.core.waits import WaitMeter
 
 T = TypeVar("T")
@@ -85,27 +85,31 @@ class RealClock:
         """Plain real time cannot jump: the same as ``sleep``."""
         self.sleep(seconds)
 
-    @contextlib.contextmanager
-    def every(self, interval: float, fn: Callable[[], None]) -> Iterator[None]:
+    def every(self, interval: float, fn: Callable[[], None]) -> Every:
         """Call ``fn`` every ``interval`` real seconds on a daemon thread while the block runs; ConfigError
         for an interval that is not positive. A callback that raises ends the heartbeat, like a dead thread."""
         require_positive(interval)
-        stop = threading.Event()
 
-        def beat() -> None:
-            while not stop.wait(interval):
-                try:
-                    fn()
-                except Exception:  # a failed beat ends the heartbeat, like a dead thread
-                    return
+        def start() -> Callable[[], None]:
+            stopped = threading.Event()
 
-        thread = threading.Thread(target=beat, name="fleetlab-every", daemon=True)
-        thread.start()
-        try:
-            yield
-        finally:
-            stop.set()
-            thread.join()
+            def beat() -> None:
+                while not stopped.wait(interval):
+                    try:
+                        fn()
+                    except Exception:  # a failed beat ends the heartbeat, like a dead thread
+                        return
+
+            thread = threading.Thread(target=beat, name="fleetlab-every", daemon=True)
+            thread.start()
+
+            def stop() -> None:
+                stopped.set()
+                if thread is not threading.current_thread():  # a beat that stops its own timer cannot wait for itself
+                    thread.join()
+            return stop
+
+        return Every(interval, fn, start)
 
     def run_together(self, *tasks: Callable[[], Any], timeout: float = 300.0) -> list[Any]:
         """Run ``tasks`` on real threads; wall time decides the interleaving.

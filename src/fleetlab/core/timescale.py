@@ -24,13 +24,12 @@ real seconds, and a lab written for the virtual clock runs unchanged.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import threading
 import time
 from collections.abc import Callable
 
-from fleetlab.core.clock import REAL_TOLERANCE, WAIT_SLICE, RealClock, Timers
+from fleetlab.core.clock import REAL_TOLERANCE, WAIT_SLICE, Every, RealClock, Timers
 from fleetlab.core.errors import InvalidInput
 
 DEFAULT_SCALE = 60
@@ -136,7 +135,7 @@ class ScaledClock(RealClock):
             timer.fn()
         self._pass_until(target, real_until)
 
-    def every(self, interval: float, fn: Callable[[], None]) -> contextlib.AbstractContextManager[None]:
+    def every(self, interval: float, fn: Callable[[], None]) -> Every:
         """Call ``fn`` every ``interval`` lab seconds while the calling thread sleeps on this clock."""
         return self._timers.every(interval, fn, now=self.now())
 

@@ -28,7 +28,7 @@ import time_machine
 from fleetlab.core.errors import ConfigError, Timeout
 from fleetlab.core.realclock import wait_until
 from fleetlab.core.threads import CANCEL_GRACE, WAIT_SLICE, ActorCancelled, join_in_slices, stop_threads
-from fleetlab.core.timers import Timers
+from fleetlab.core.timers import Every, Timers
 
 T = TypeVar("T")
 
@@ -112,7 +112,7 @@ class VirtualClock:
         """Virtual time always jumps: the same as ``sleep``."""
         self.sleep(seconds)
 
-    def every(self, interval: float, fn: Callable[[], None]) -> contextlib.AbstractContextManager[None]:
+    def every(self, interval: float, fn: Callable[[], None]) -> Every:
         return self._timers.every(interval, fn, now=self.now())
 
     def run_together(self, *tasks: Callable[[], Any], timeout: float = 300.0) -> list[Any]:

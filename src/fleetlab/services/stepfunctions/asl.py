@@ -26,6 +26,8 @@ DISPATCH_STATE = "DispatchStep"
 TERMINAL_TYPES = {"Choice", "Succeed", "Fail"}
 CALLBACK_SUFFIX = ".waitForTaskToken"
 ALL_ERRORS = "States.ALL"
+TIMEOUT = "States.Timeout"
+HEARTBEAT_TIMEOUT = "States.HeartbeatTimeout"
 MAX_TIMER_SECONDS = 99_999_999
 MAX_STATE_NAME = 80
 
@@ -338,13 +340,18 @@ def matches(error_equals: list[str], error: str) -> bool:
     """Whether a Retry or Catch entry with ``ErrorEquals`` matches ``error``, by the ASL rules.
 
     Names match exactly; States.ALL matches everything catchable;
-    States.TaskFailed matches everything catchable but States.Timeout.
+    States.TaskFailed matches everything catchable but States.Timeout;
+    States.Timeout matches States.HeartbeatTimeout too, since AWS's error-name
+    reference defines it as a task that ran past TimeoutSeconds *or* failed to
+    heartbeat within HeartbeatSeconds.
     """
     if error in UNCATCHABLE:
         return False
     if error in error_equals or ALL_ERRORS in error_equals:
         return True
-    return "States.TaskFailed" in error_equals and error != "States.Timeout"
+    if error == HEARTBEAT_TIMEOUT and TIMEOUT in error_equals:
+        return True
+    return "States.TaskFailed" in error_equals and error != TIMEOUT
 
 
 def first_match(entries: list[dict[str, Any]] | None, error: str) -> int | None:

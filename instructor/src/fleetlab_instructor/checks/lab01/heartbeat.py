@@ -87,6 +87,13 @@ class _NeverStops(_ClassHeartbeat):
         return None
 
 
+class _DropsTheTimer(_ClassHeartbeat):
+    """Stops the beat by dropping it, trusting the garbage collector to stop the timer."""
+
+    def __exit__(self, *error: Any) -> None:
+        del self.beat
+
+
 @contextlib.contextmanager
 def _swallows(sqs: Any, url: str, handle: str, vis: int, clock: Any) -> Any:
     with clock.every(vis / 3, _extender(sqs, url, handle, vis)):
@@ -136,6 +143,7 @@ WRONG_ANSWERS = (
         "a crashed worker's message would wait that long",
     ),
     WrongAnswer("a timer that never stops", _NeverStops, "it never stopped"),
+    WrongAnswer("drops the timer instead of stopping it", _DropsTheTimer, "timer was dropped while still running"),
     WrongAnswer("stops the beat only when the step succeeds", _StopsOnlyOnSuccess, "so it stops when the step raises too"),
     WrongAnswer("swallows the step's exception", _swallows, "swallowed the exception"),
     WrongAnswer("returns nothing", lambda sqs, url, h, vis, clock: None, "return a context manager"),

@@ -26,8 +26,9 @@ def reference_canary_redrive(sqs: Any, dlq_url: str, queue_url: str, canary_size
 
 
 def _moves(sqs: Any, dlq_url: str, queue_url: str, limit: int | None, *, per_receive: int = 10,
-           delete: bool = True, send: bool = True, keep_attributes: bool = False) -> int:
-    """The move loop: receive up to ``limit`` (None: all) from the DLQ, send each to the queue, delete it."""
+           delete: bool = True, send: bool = True, keep_attributes: bool = False, delete_first: bool = False) -> int:
+    """The move loop: receive up to ``limit`` (None: all) from the DLQ, send each to the queue, delete it
+    (``delete_first``: the other way round, which loses the message to a crash in between)."""
     moved = 0
     while limit is None or moved < limit:
         wanted = per_receive if limit is None else min(per_receive, limit - moved)
@@ -36,11 +37,13 @@ def _moves(sqs: Any, dlq_url: str, queue_url: str, limit: int | None, *, per_rec
         if not batch:
             break
         for message in batch:
+            if delete and delete_first:
+                sqs.delete_message(QueueUrl=dlq_url, ReceiptHandle=message["ReceiptHandle"])
             if send:
                 extra = {"MessageAttributes": message["MessageAttributes"]} if keep_attributes and message.get(
                     "MessageAttributes") else {}
                 sqs.send_message(QueueUrl=queue_url, MessageBody=message["Body"], **extra)
-            if delete:
+            if delete and not delete_first:
                 sqs.delete_message(QueueUrl=dlq_url, ReceiptHandle=message["ReceiptHandle"])
         moved += len(batch)
     return moved
@@ -145,6 +148,8 @@ WRONG_ANSWERS = (
     WrongAnswer("moves one more receive's worth, not the rest", _rest_without_a_loop, "still parked"),
     WrongAnswer("sends without deleting", _loose(delete=False), "a copy of it is still in the DLQ"),
     WrongAnswer("deletes without sending", _loose(send=False), "is gone"),
+    WrongAnswer("deletes from the DLQ, then sends (a crash in between loses the step)", _loose(delete_first=True),
+                "killed right after its first delete_message, between a move's two calls"),
     WrongAnswer("goes on when anything was done", _checks(lambda result: result.done > 0), "failed again",
                 public=False),
     WrongAnswer("a canary of five, whatever canary_size says", _hard_coded_five, "more than the canary of",

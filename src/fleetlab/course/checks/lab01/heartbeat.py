@@ -9,7 +9,8 @@ not cover. A second worker polls the queue meanwhile (it goes first at equal
 instants) and must get the message back within two visibility timeouts of
 the step's end; the worker lives on after the step until then, so a
 heartbeat that never stops shows itself (its next beat comes before the
-message can be back).
+message can be back). A ``clock.every`` timer dropped while it still ran
+(stopped by the garbage collector, not by the learner) fails the case too.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from fleetlab.composition.topology import experiment_queue
 from fleetlab.core.errors import StepFailed
 from fleetlab.course.experiments.delivery import send_alerts
 from fleetlab.course.grading.calls import Call, CallLog
+from fleetlab.course.grading.leaks import watching_timers
 from fleetlab.course.grading.registry import Case, CaseOutcome, register
 from fleetlab.course.grading.values import duration
 
@@ -50,6 +52,7 @@ class _HeartbeatRun:
     polling: bool = True
     worker_failed: bool = False
     boundary: float = BOUNDARY  # the margin a beat needs before its window ends (wider where time is real)
+    dropped: list[str] = field(default_factory=list)  # what each timer dropped while still running warned
 
 
 def _run_step(answer: Any, case: LongStep, ctx: Any) -> tuple[_HeartbeatRun, list[Call], float]:
@@ -176,6 +179,14 @@ def _judge_heartbeat(run: _HeartbeatRun, calls: list[Call], case: LongStep, vis:
             f"your heartbeat extended the message at +{late[0].at:g} s, {duration(late[0].at - end)} after "
             f"{step} {when} (+{end:g} s): it never stopped, so a crashed worker's message would stay hidden{advice}",
         )
+    if run.dropped:
+        return CaseOutcome(
+            False,
+            "your heartbeat's timer was dropped while still running: nothing called its __exit__ or stop(), so it "
+            f"stopped only when Python garbage-collected it (ResourceWarning: {run.dropped[0]}). Collection can "
+            "come late, or never while a reference cycle holds the timer, and the message stays hidden meanwhile; "
+            "stop the timer yourself: enter it in a with block, or call its stop() (or __exit__) in your __exit__",
+        )
     during = [call for call in calls if call.tag != "exit"]
     gap = _first_gap(during, end, vis, run.boundary)
     if gap is not None:
@@ -235,5 +246,6 @@ def _gap_diagnosis(
 )
 def check_heartbeat(answer: Any, case: LongStep, ctx: Any) -> CaseOutcome:
     """Run one long step under the learner's heartbeat and judge every extension it made."""
-    run, calls, vis = _run_step(answer, case, ctx)
+    (run, calls, vis), dropped = watching_timers(lambda: _run_step(answer, case, ctx))
+    run.dropped = dropped
     return _judge_heartbeat(run, calls, case, vis)

@@ -9,6 +9,13 @@ parking what fails again. It judges the order of the learner's moves and
 ``process()`` calls, and the end state through the effects ledger: after a
 healthy canary every parked step took effect exactly once; after a failed
 one nothing more was moved; never a step lost or run twice.
+
+One case kills the redrive right after its first send or delete (the
+library's ``CrashAfter``), between a move's two calls, and lets the workers
+run on: no step may be lost. A step both on the work queue and back in the
+DLQ is fine there: SQS delivers at least once, so a consumer deletes a
+message only once what it asks for is done (here: the send), and the
+idempotent worker downstream absorbs the duplicate.
 """
 
 from __future__ import annotations
@@ -18,7 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fleetlab.composition.topology import experiment_queue
-from fleetlab.core.errors import ModelError
+from fleetlab.core.errors import ModelError, WorkerCrashed
+from fleetlab.core.faults import CrashAfter
 from fleetlab.core.ledger import EffectsLedger
 from fleetlab.course.experiments.poison import drain, step_body
 from fleetlab.course.grading.calls import CallLog
@@ -28,13 +36,21 @@ from fleetlab.services.sqs.delivery import Delivery
 from fleetlab.services.sqs.redrive import Drained
 
 
+MOVES = ("send_message", "send_message_batch", "delete_message", "delete_message_batch")
+"""The two calls of a move (one at a time or in batches): a crash case kills the redrive right after the first."""
+
+
 @dataclass(frozen=True)
 class Parked(Case):
-    """``parked`` steps in the DLQ; the fix covers all but every ``still_failing``-th of them (0: all fixed)."""
+    """``parked`` steps in the DLQ; the fix covers all but every ``still_failing``-th of them (0: all fixed).
+
+    With ``crash`` the redrive is killed right after its first send or delete.
+    """
 
     parked: int = 30
     canary_size: int = 5
     still_failing: int = 0
+    crash: bool = False
 
     def fails(self, index: int) -> bool:
         return self.still_failing == 1 or (self.still_failing > 1 and index % self.still_failing != 0)
@@ -48,6 +64,8 @@ class Parked(Case):
     public=[
         Parked("the fix works: 30 parked steps, a canary of 5", 30, 5, 0),
         Parked("the fix does not work yet: 30 parked steps, a canary of 5", 30, 5, 1),
+        Parked("the redrive is killed right after its first send or delete: 12 parked steps, a canary of 4", 12, 4,
+               0, crash=True),
     ],
     hidden_cases=3,
     timeout=40,
@@ -71,19 +89,28 @@ def check_redrive(answer: Any, case: Parked, ctx: Any) -> CaseOutcome:
             delivery.record_effect(kind="step")
 
         def process() -> Drained:
+            if killer is not None:
+                killer.check_alive()  # a killed redrive calls nothing more
             journal.events.append(("process", journal.sent(log)))
             result = drain(backend, queue, step, ledger=journal.ledger)
             journal.results.append(result)
             return result
 
         log = CallLog(backend.client("sqs"), backend.clock)
-        answer(log.client, queue.dlq_url, queue.url, case.canary_size, process)
+        killer = CrashAfter(log.client, MOVES, who="the redrive") if case.crash else None
+        try:
+            answer(killer or log.client, queue.dlq_url, queue.url, case.canary_size, process)
+        except WorkerCrashed:
+            if killer is None or killer.crashed_after is None:
+                raise
         journal.events.append(("end", journal.sent(log)))
         log.close()
         drain(backend, queue, step, ledger=journal.ledger)  # whatever is left on the work queue still runs
         hidden_for = max([c.params.get("VisibilityTimeout", 0) for c in log.of("receive_message")] + [30])
         backend.clock.sleep(hidden_for + 1)  # what the learner received and kept is visible again
         parked = [record.trace_id for record in dlq.parked(backend, queue.dlq_url)]
+    if killer is not None and killer.crashed_after is not None:
+        return _judge_crash(killer.crashed_after, steps, journal, parked)
     return _judge(case, steps, broken, journal, parked)
 
 
@@ -152,3 +179,20 @@ def _judge(case: Parked, steps: list[str], broken: set[str], journal: _Journal, 
                                       " move the rest, receiving until the DLQ is empty")
         return CaseOutcome(True, f"canary of {canary} passed; all {case.parked} steps redriven, each done once")
     return CaseOutcome(True, f"canary of {canary} failed again; the redrive stopped with {len(parked)} steps parked")
+
+
+def _judge_crash(crashed_after: str, steps: list[str], journal: _Journal, in_dlq: list[str]) -> CaseOutcome:
+    """The redrive was killed right after ``crashed_after``: every step must have taken effect or be parked still."""
+    parked = set(in_dlq)
+    lost = sorted(trace for trace in steps if journal.ledger.count(trace) == 0 and trace not in parked)
+    if lost:
+        more = f" (and {len(lost) - 1} more)" if len(lost) > 1 else ""
+        return CaseOutcome(False, f"your redrive was killed right after its first {crashed_after}, between a move's "
+                                  f"two calls, and {lost[0]}{more} is gone: deleted from the DLQ and never sent to the "
+                                  "queue. Send each message to the queue first and delete it from the DLQ after: a "
+                                  "crash in between then leaves a copy in both, and the idempotent worker absorbs the "
+                                  "duplicate. SQS delivers at least once, so AWS's rule holds for every consumer: "
+                                  "delete a message only once what it asks for is done")
+    both = sum(1 for trace in parked if journal.ledger.count(trace))
+    return CaseOutcome(True, f"killed right after its first {crashed_after}: no step lost (steps that ran and are "
+                             f"back in the DLQ too: {both}, duplicates the idempotent worker absorbs)")

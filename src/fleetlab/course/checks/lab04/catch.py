@@ -4,7 +4,10 @@ from failing when the worker stops beating, whichever name the backend gives the
 
 The harness inserts the block into a real callback machine (validated as AWS
 would first), plays workers that die or stall, and then checks the block
-routes both names.
+routes both names by AWS's rules: a catcher on States.Timeout routes
+States.HeartbeatTimeout too (AWS's error-name reference defines States.Timeout
+as a task past TimeoutSeconds or silent past HeartbeatSeconds), so a Catch on
+States.Timeout alone passes; one on States.HeartbeatTimeout alone does not.
 """
 
 from __future__ import annotations
@@ -121,7 +124,8 @@ def _unlisted(block: dict[str, Any], error: str) -> str:
 
 def _missing_name(error: str, ctx: Any) -> str:
     if error == AWS_HEARTBEAT_ERROR:
-        return (f"the execution survived on {ctx.backend.name}, but your Catch does not list {error}: on AWS a "
-                f"missed heartbeat fails the task with {error}, and the execution would fail there")
+        return (f"the execution survived on {ctx.backend.name}, but your Catch catches neither {error} nor "
+                f"States.Timeout: on AWS a missed heartbeat fails the task with {error} (a catcher on either name "
+                "routes it), and the execution would fail there")
     return (f"the execution survived on {ctx.backend.name}, but your Catch does not list {error}: moto and LocalStack "
             f"report a missed heartbeat as {error}, and TimeoutSeconds raises it on AWS too")

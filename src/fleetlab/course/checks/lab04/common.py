@@ -2,4 +2,5 @@
 
 AWS_HEARTBEAT_ERROR = "States.HeartbeatTimeout"
 HEARTBEAT_ERRORS = (AWS_HEARTBEAT_ERROR, "States.Timeout")
-"""AWS reports a missed heartbeat as the first; moto and LocalStack as the second, which TimeoutSeconds raises too."""
+"""AWS reports a missed heartbeat as the first, and its error-name reference defines the second to cover it too
+(a Catch on either catches it there); moto and LocalStack report it as the second, which TimeoutSeconds raises too."""
