@@ -18,6 +18,7 @@ import os
 import shutil
 import subprocess
 import tomllib
+from concurrent.futures import ThreadPoolExecutor
 from importlib.metadata import EntryPoint
 from pathlib import Path
 from typing import Any
@@ -312,9 +313,12 @@ def test_a_solution_completed_in_the_release_grades_as_in_the_full_course(tmp_pa
     write_release(REPO, release)
     submitted = release / "labs" / "00_orientation.ipynb"
     shutil.copy(REPO / "labs" / "solutions" / "00_orientation.ipynb", submitted)
-    in_release, release_probe = grade_with_library(submitted, release / "src", release / "labs", tmp_path / "r")
-    in_course, course_probe = grade_with_library(REPO / "labs" / "solutions" / "00_orientation.ipynb", REPO / "src",
-                                                 tmp_path / "c", tmp_path / "c")
+    with ThreadPoolExecutor(max_workers=2) as pool:  # side by side, as the grader runs notebooks
+        graded_in_release = pool.submit(grade_with_library, submitted, release / "src", release / "labs",
+                                        tmp_path / "r")
+        graded_in_course = pool.submit(grade_with_library, REPO / "labs" / "solutions" / "00_orientation.ipynb",
+                                       REPO / "src", tmp_path / "c", tmp_path / "c")
+        (in_release, release_probe), (in_course, course_probe) = graded_in_release.result(), graded_in_course.result()
     assert str(release / "src" / "fleetlab" / "__init__.py") in release_probe
     assert str(REPO / "src" / "fleetlab" / "__init__.py") in course_probe
     assert in_release.row.error == in_course.row.error == ""
