@@ -92,7 +92,8 @@ test-localstack-contract: venv
 RELEASE_WORK := $(CURDIR)/.fleetlab/release
 
 # The learner's release as a learner gets it: written by `fleetlab release`, committed, cloned, and the clone's
-# own `make test` run (it creates the clone's .venv from the package registry: about 5 minutes in all).
+# own `make test` run as a learner runs it: no variable of this make reaches it but PYTHON (it creates the
+# clone's own .venv from the package registry: about 5 minutes in all).
 test-release: venv
 	rm -rf $(RELEASE_WORK)
 	$(BIN)/fleetlab release $(RELEASE_WORK)/repo
@@ -100,7 +101,7 @@ test-release: venv
 	git -C $(RELEASE_WORK)/repo add -A
 	git -C $(RELEASE_WORK)/repo -c user.name=fleetlab -c user.email=release@fleetlab.invalid commit -qm "learner release"
 	git clone -q $(RELEASE_WORK)/repo $(RELEASE_WORK)/clone
-	$(MAKE) -C $(RELEASE_WORK)/clone test
+	env -u MAKEFLAGS -u MAKEOVERRIDES -u MFLAGS $(MAKE) -C $(RELEASE_WORK)/clone test PYTHON="$(PYTHON)"
 
 clean:
 	rm -rf $(VENV) .fleetlab bench .pytest_cache

@@ -218,6 +218,16 @@ def test_out_that_holds_the_course_or_lies_inside_what_it_copies_is_refused_befo
     assert refused.value.field == "OUT" and out.exists() == existed
 
 
+def test_a_release_that_would_ship_solution_text_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """assign.py names the solution markers: shipped as if it were a document, the release is refused."""
+    shipped = "instructor/src/fleetlab_instructor/grading/assign.py"
+    assert BEGIN in (REPO / shipped).read_text()
+    monkeypatch.setattr("fleetlab_instructor.grading.release.DOCS", (shipped,))
+    with pytest.raises(InvalidInput, match="holds solution text") as refused:
+        write_release(REPO, tmp_path / "learner")
+    assert refused.value.field == "OUT"
+
+
 def test_a_folder_that_is_not_the_course_is_refused_naming_course(tmp_path: Path) -> None:
     with pytest.raises(InvalidInput, match="is not the course's root") as refused:
         write_release(tmp_path, tmp_path / "out")
