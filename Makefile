@@ -93,7 +93,7 @@ RELEASE_WORK := $(CURDIR)/.fleetlab/release
 
 # The learner's release as a learner gets it: written by `fleetlab release`, committed, cloned, and the clone's
 # own `make test` run as a learner runs it: no variable of this make reaches it but PYTHON (it creates the
-# clone's own .venv from the package registry: about 5 minutes in all).
+# clone's own .venv from the package registry: 5 to 7 minutes in all).
 test-release: venv
 	rm -rf $(RELEASE_WORK)
 	$(BIN)/fleetlab release $(RELEASE_WORK)/repo
