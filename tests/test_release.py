@@ -13,6 +13,7 @@ own ``make test`` on a fresh clone of it (it installs from the package registry,
 from __future__ import annotations
 
 import functools
+import glob
 import inspect
 import os
 import shutil
@@ -28,7 +29,7 @@ import pytest
 from fleetlab_instructor.checks import side_of
 from fleetlab_instructor.grading.assign import BEGIN, END, strip_solutions
 from fleetlab_instructor.grading.grade import Job, Limits, grade_job
-from fleetlab_instructor.grading.release import TEMPLATES, write_release
+from fleetlab_instructor.grading.release import TEMPLATE, learner_test_pins, template_files, write_release
 from fleetlab_instructor.grading.sandbox import kernel_env, write_kernel_startup
 from fleetlab_tools.kernel import NotebookKernel
 from test_packaging import (LEFT_OUT, RUN_TIMEOUT, build_hook, definition_line, fresh_venv, pip_into, run, secrets_of,
@@ -106,8 +107,13 @@ def hidden_case_secrets(check_id: str) -> dict[str, str]:
 
 
 def test_the_release_holds_the_labs_the_library_the_tooling_and_its_own_readme_and_makefile(release: Path) -> None:
-    assert sorted(path.name for path in release.iterdir()) == sorted(
-        [".gitignore", "LICENSE", "Makefile", "README.md", "docs", "labs", "pyproject.toml", "src", "tools"])
+    own = {relative.parts[0] for relative in template_files()}  # the release's README, Makefile, .gitignore, ...
+    assert {".gitignore", "Makefile", "README.md"} <= own
+    assert {path.name for path in release.iterdir()} == {"LICENSE", "docs", "labs", "pyproject.toml", "src", "tools",
+                                                          *own}
+    for relative, text in template_files().items():
+        pins = " ".join(learner_test_pins(REPO / "pyproject.toml"))
+        assert (release / relative).read_text() == text.replace("@" + "TEST_TOOLS@", pins)
     notebooks = sorted(path.name for path in (release / "labs").iterdir())
     assert notebooks == sorted(path.name for path in (REPO / "labs" / "solutions").glob("*.ipynb"))
     assert len(notebooks) == 7
@@ -234,11 +240,25 @@ def test_a_folder_that_is_not_the_course_is_refused_naming_course(tmp_path: Path
     assert refused.value.field == "--course" and not (tmp_path / "out").exists()
 
 
-def test_every_template_is_package_data_of_the_instructors_package() -> None:
-    declared = tomllib.loads((REPO / "instructor" / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
-    assert declared == {"fleetlab_instructor": ["grading/release-templates/*"]}
-    folder = REPO / "instructor" / "src" / "fleetlab_instructor" / "grading" / "release-templates"
-    assert sorted(path.name for path in folder.iterdir()) == sorted(TEMPLATES.values())
+def test_the_makefiles_test_tools_come_pinned_from_the_courses_test_extra(tmp_path: Path) -> None:
+    assert learner_test_pins(REPO / "pyproject.toml") == [
+        requirement for requirement in tomllib.loads((REPO / "pyproject.toml").read_text())["project"][
+            "optional-dependencies"]["test"] if requirement.split("==")[0] in ("pytest", "nbval")]
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[project.optional-dependencies]\ntest = ["pytest==9.2.0", "nbvalx==1"]\n')
+    with pytest.raises(InvalidInput, match="pins no nbval") as refused:
+        learner_test_pins(pyproject)
+    assert refused.value.field == f"{pyproject}: optional-dependencies.test"
+
+
+def test_every_template_file_is_package_data_of_the_instructors_package() -> None:
+    """setuptools globs as glob.glob does, where ``*`` skips a name starting with a dot: each such file is named."""
+    package = REPO / "instructor" / "src" / "fleetlab_instructor"
+    patterns = tomllib.loads((REPO / "instructor" / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "package-data"]["fleetlab_instructor"]
+    shipped = {Path(found).relative_to(package / TEMPLATE) for pattern in patterns
+               for found in glob.glob(str(package / pattern)) if Path(found).is_file()}
+    assert shipped == set(template_files()) and len(shipped) >= 3
 
 
 # --- the release installed on its own -------------------------------------------------

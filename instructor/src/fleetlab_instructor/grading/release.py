@@ -4,9 +4,9 @@ A release holds the student notebooks (``labs/*.ipynb``, written from the
 instructor notebooks exactly as ``fleetlab assign`` writes them), the
 ``fleetlab`` distribution (``pyproject.toml``, ``LICENSE``, ``src/fleetlab``),
 the course's tooling (``tools/``: LocalStack without Docker; it holds no
-answer), the learner's documents, and a README, a Makefile (``make lab``,
-``make test``) and a ``.gitignore`` of its own, from the templates in
-``release-templates/`` beside this module.
+answer), the learner's documents, and every file of the instructor
+package's ``release_template/`` folder at the same path: a README, a Makefile
+(``make lab``, ``make test``) and a ``.gitignore`` of the release's own.
 
 It never holds ``labs/solutions``, the instructor's package (hidden cases,
 reference answers, catalogues, the grader), the facilitator notes
@@ -29,8 +29,8 @@ SHIPPED = ("pyproject.toml", "LICENSE", "src/fleetlab", "tools/pyproject.toml", 
 """The distributions a learner installs: the library and the tooling, as they are in the course."""
 DOCS = ("docs/troubleshooting.md", "docs/settings.md", "docs/backends.md", "docs/fidelity.md")
 """The documents the library's messages point a learner to."""
-TEMPLATES = {"README.md": "README.md", "Makefile": "Makefile", ".gitignore": "gitignore"}
-"""Each file of the release written from a template: its path in the release -> the template's name."""
+TEMPLATE = "release_template"
+"""The instructor package's folder of files written into the release at the same path (package data)."""
 LEARNER_TEST_TOOLS = ("pytest", "nbval")
 """What the release's ``make test`` needs beyond the library and JupyterLab, pinned as the course pins them."""
 TEST_TOOLS_PLACEHOLDER = "@TEST_TOOLS@"
@@ -66,16 +66,18 @@ def write_release(course: Path, out: Path, *, force: bool = False) -> Release:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     test_tools = " ".join(learner_test_pins(course / "pyproject.toml"))
-    for relative, template in TEMPLATES.items():
-        text = template_text(template).replace(TEST_TOOLS_PLACEHOLDER, test_tools)
-        (out / relative).write_text(text, encoding="utf-8")
+    for relative, text in template_files().items():
+        (out / relative).parent.mkdir(parents=True, exist_ok=True)
+        (out / relative).write_text(text.replace(TEST_TOOLS_PLACEHOLDER, test_tools), encoding="utf-8")
     _refuse_solution_text(out)
     return measure(out)
 
 
-def template_text(name: str) -> str:
-    """The text of release template ``name`` (package data of the instructor's package)."""
-    return resources.files(__package__).joinpath("release-templates", name).read_text(encoding="utf-8")
+def template_files() -> dict[Path, str]:
+    """Each file of ``release_template/`` (package data of the instructor's package): its path there, its text."""
+    with resources.as_file(resources.files("fleetlab_instructor") / TEMPLATE) as folder:
+        return {path.relative_to(folder): path.read_text(encoding="utf-8")
+                for path in sorted(folder.rglob("*")) if path.is_file()}
 
 
 def learner_test_pins(pyproject: Path) -> list[str]:
