@@ -7,7 +7,7 @@ LAB_PORT ?= 8888
 LAB_FLAGS ?=
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: venv lab test test-suite test-notebooks notebooks browser e2e screenshots bench localstack-up localstack-down test-localstack test-localstack-contract clean help
+.PHONY: venv lab test test-suite test-notebooks notebooks browser e2e screenshots bench localstack-up localstack-down test-localstack test-localstack-contract test-release clean help
 
 help:
 	@echo "make lab    - install (once) and open JupyterLab on labs/ with the moto backend"
@@ -21,6 +21,7 @@ help:
 	@echo "make test-localstack - start LocalStack, run the contract suite and every notebook on it, stop it"
 	@echo "                       (FIDELITY=1 also regenerates docs/fidelity.md with its LocalStack column)"
 	@echo "make test-localstack-contract - the same, the contract suite only"
+	@echo "make test-release - write the learner's release, commit and clone it, and run its own make test there"
 
 venv: $(STAMP)
 
@@ -96,6 +97,20 @@ test-localstack: venv
 
 test-localstack-contract: venv
 	$(BIN)/fleetlab localstack test --only contract
+
+RELEASE_WORK := $(CURDIR)/.fleetlab/release
+
+# The learner's release as a learner gets it: written by `fleetlab release`, committed, cloned, and the clone's
+# own `make test` run as a learner runs it: no variable of this make reaches it but PYTHON (it creates the
+# clone's own .venv from the package registry: 5 to 7 minutes in all).
+test-release: venv
+	rm -rf $(RELEASE_WORK)
+	$(BIN)/fleetlab release $(RELEASE_WORK)/repo
+	git -C $(RELEASE_WORK)/repo init -q
+	git -C $(RELEASE_WORK)/repo add -A
+	git -C $(RELEASE_WORK)/repo -c user.name=fleetlab -c user.email=release@fleetlab.invalid commit -qm "learner release"
+	git clone -q $(RELEASE_WORK)/repo $(RELEASE_WORK)/clone
+	env -u MAKEFLAGS -u MAKEOVERRIDES -u MFLAGS $(MAKE) -C $(RELEASE_WORK)/clone test PYTHON="$(PYTHON)"
 
 clean:
 	rm -rf $(VENV) .fleetlab bench .pytest_cache

@@ -28,6 +28,7 @@ FLAGS = {
     ("capacity",): ["--conversations-per-minute", "--steps", "--step-seconds", "--region", "--json"],
     ("cleanup",): ["--prefix", "--backend", "--yes"],
     ("assign",): ["--solutions", "--out", "--check"],
+    ("release",): ["OUT", "--course", "--force"],
     ("grade",): ["PATH...", "--out", "--feedback", "--shard", "--cell-timeout", "--notebook-timeout",
                  "--grading-timeout", "--workers"],
     ("gradebook",): ["merge"],

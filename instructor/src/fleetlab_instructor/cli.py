@@ -1,4 +1,4 @@
-"""The instructor's subcommands of ``fleetlab``: ``assign``, ``grade``, ``gradebook`` and ``bench``, click commands.
+"""The instructor's subcommands of ``fleetlab``: ``assign``, ``release``, ``grade``, ``gradebook`` and ``bench``, click commands.
 
 The ``fleetlab`` command finds each through its ``fleetlab.commands`` entry point.
 """
@@ -79,6 +79,26 @@ def assign(solutions: Path, out: Path, check: bool) -> int:
         return 0
     for path in write_student_notebooks(solutions, out):
         console.print(f"wrote {path}", soft_wrap=True)
+    return 0
+
+
+@click.command(
+    "release",
+    short_help="write the learner's course, without answers, into OUT",
+    help="Write the learner's course into OUT: the student notebooks, the fleetlab library, the tooling, "
+    "a README and a Makefile (make lab, make test); no solution, hidden case, reference answer, catalogue "
+    "or facilitator note. Prints the release's file count and size.",
+)
+@click.argument("out", type=PATH, metavar="OUT", help="the folder to write, missing or empty (or see --force)")
+@click.option("--course", type=PATH, default=Path("."), help="the course's root (default: the current folder)")
+@click.option("--force", is_flag=True, help="replace what OUT holds (a .git in it is kept)")
+def release(out: Path, course: Path, force: bool) -> int:
+    from fleetlab_instructor.grading.release import write_release
+
+    written = write_release(course, out, force=force)
+    size = f"{written.size / 1024:,.0f} KiB" if written.size < 1024 * 1024 else f"{written.size / 1024 ** 2:.1f} MiB"
+    stdout_console().print(f"wrote the learner's release to {out}: {written.files} files, {size}", soft_wrap=True,
+                           highlight=False)
     return 0
 
 
