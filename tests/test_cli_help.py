@@ -29,7 +29,7 @@ FLAGS = {
     ("cleanup",): ["--prefix", "--backend", "--yes"],
     ("assign",): ["--solutions", "--out", "--check"],
     ("release",): ["OUT", "--course", "--force"],
-    ("grade",): ["PATH...", "--out", "--feedback", "--shard", "--cell-timeout", "--notebook-timeout",
+    ("grade",): ["PATH...", "--out", "--feedback", "--report", "--shard", "--cell-timeout", "--notebook-timeout",
                  "--grading-timeout", "--workers"],
     ("gradebook",): ["merge"],
     ("gradebook", "merge"): ["GRADEBOOK.csv...", "--out"],

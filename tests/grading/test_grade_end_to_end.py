@@ -7,6 +7,7 @@ import shutil
 import nbformat
 import pytest
 from fleetlab_instructor.checks import full_check
+from fleetlab_instructor.grading import room as room_report
 from fleetlab_instructor.grading.sandbox import kernel_env
 from fleetlab_tools.kernel import NotebookKernel
 
@@ -55,8 +56,9 @@ def grader_with_credentials(fixture_lab, tmp_path, monkeypatch):
 
 
 def test_the_gradebook_of_the_six_submissions(grader_with_credentials, room, tmp_path, capsys):
-    out, feedback = tmp_path / "grades.csv", tmp_path / "feedback"
-    argv = ["grade", str(room), "--out", str(out), "--feedback", str(feedback), "--cell-timeout", "10"]
+    out, feedback, report = tmp_path / "grades.csv", tmp_path / "feedback", tmp_path / "room.html"
+    argv = ["grade", str(room), "--out", str(out), "--feedback", str(feedback), "--report", str(report),
+            "--cell-timeout", "10"]
     assert main(argv) == 0
     with out.open(newline="") as file:
         maxima, *rows = list(csv.DictReader(file))
@@ -68,9 +70,12 @@ def test_the_gradebook_of_the_six_submissions(grader_with_credentials, room, tmp
         said = (feedback / f"{learner}.md").read_text()
         assert (f"Problems while grading: {error}\n" in said) if error else ("Problems while grading" not in said)
     printed = capsys.readouterr().out
-    assert "graded 6 notebooks" in printed
+    assert "graded 6 notebooks" in printed and f"room report: {report}" in printed
+    page = report.read_text()
+    assert "2 of 6 learners passed" in page and "4 of 6 learners passed" in page  # 99.dedupe, 99.visibility
+    assert "keyed on the message id <b>(2)</b>" in page and f"{room_report.DID_NOT_RUN} <b>(2)</b>" in page
     for secret in (FAKE_KEY, FAKE_SECRET):
-        assert secret not in out.read_text() and secret not in printed
+        assert secret not in out.read_text() and secret not in printed and secret not in page
         assert all(secret not in path.read_text() for path in feedback.iterdir())
 
 

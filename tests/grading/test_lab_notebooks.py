@@ -50,3 +50,22 @@ def test_the_facilitator_note_states_each_checks_points_and_cases(path):
         assert split in note, f"{check.id}: the note must say {split!r}"
         for wrong in side_of(check.id).wrong_answers:
             assert wrong.public or "Hidden only" in note, f"{check.id}: say which mistakes only hidden cases catch"
+
+
+@pytest.mark.parametrize("path", sorted(SOLUTIONS.glob("*.ipynb")), ids=lambda path: path.stem)
+def test_the_facilitator_note_says_what_the_room_report_shows_in_the_catalogues_words(path):
+    import re
+
+    from fleetlab_instructor.checks import side_of
+
+    from fleetlab.course.grading import registry
+
+    note = (FACILITATOR / f"{path.stem}.md").read_text(encoding="utf-8")
+    head, _, said = note.partition("**In the room report**")
+    assert said, f"{path.stem}: the note needs an 'In the room report' paragraph"
+    checks = registry.checks_of(path.stem[:2])
+    names = {wrong.name for check in checks for wrong in side_of(check.id).wrong_answers}
+    quoted = set(re.findall(r'"([^"]+)"', said))
+    assert quoted and quoted <= names, f"not the name of a catalogue entry: {sorted(quoted - names)}"
+    unnamed = [check.id for check in checks if len(checks) > 1 and f"`{check.id}`" not in said]
+    assert not unnamed, f"{path.stem}: say what the room report shows for {unnamed}"

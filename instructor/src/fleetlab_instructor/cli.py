@@ -109,13 +109,16 @@ def release(out: Path, course: Path, force: bool) -> int:
 @click.option("--out", type=PATH, default=Path("grades.csv"), help="the gradebook CSV to write")
 @click.option("--feedback", type=PATH, default=Path("feedback"),
               help="the folder for the feedback files, one <learner>.md each (default feedback)")
+@click.option("--report", type=PATH, default=None, metavar="ROOM.html",
+              help="also write the room report: per check, the share that passed and the most common "
+                   "misconceptions, with a plot, for the facilitator's screen")
 @click.option("--shard", type=ShardType(), default=ALL, metavar="I/N",
               help="grade only shard I of N of the learners (default 1/1: all)")
 @click.option("--cell-timeout", type=POSITIVE_FLOAT, default=60, help="seconds per cell (default 60)")
 @click.option("--notebook-timeout", type=POSITIVE_FLOAT, default=300, help="seconds per notebook (default 300)")
 @click.option("--grading-timeout", type=POSITIVE_FLOAT, default=60, help="seconds for the hidden cases (default 60)")
 @click.option("--workers", type=POSITIVE_INT, default=2, help="notebooks graded at once (default 2)")
-def grade(paths: tuple[Path, ...], out: Path, feedback: Path, shard: Shard, cell_timeout: float,
+def grade(paths: tuple[Path, ...], out: Path, feedback: Path, report: Path | None, shard: Shard, cell_timeout: float,
           notebook_timeout: float, grading_timeout: float, workers: int) -> int:
     from fleetlab_instructor.grading import gradebook
     from fleetlab_instructor.grading.feedback import write_feedback
@@ -140,13 +143,17 @@ def grade(paths: tuple[Path, ...], out: Path, feedback: Path, shard: Shard, cell
     book = gradebook.build(submissions, rows)
     gradebook.write_csv(book, out)
     write_feedback(book, submissions, rows, feedback)
+    if report is not None:
+        from fleetlab_instructor.grading.room import room_summary, write_room_report
+
+        write_room_report(room_summary(book, submissions, rows), report)
     console = stdout_console()
     console.print(gradebook.summary_table(rows, book.maxima))
     rate = len(rows) / seconds * 60 if seconds else 0.0
     learners = f"{len(book.rows)} learner{'' if len(book.rows) == 1 else 's'}"
     share = "" if shard == ALL else f" (shard {shard}: {learners})"
     summary = (f"graded {len(rows)} notebooks{share} in {seconds:.1f} s ({rate:.1f}/min); "
-               f"gradebook: {out}; feedback: {feedback}")
+               f"gradebook: {out}; feedback: {feedback}" + (f"; room report: {report}" if report else ""))
     console.print(summary, highlight=False, soft_wrap=True)
     return 0
 

@@ -1,0 +1,155 @@
+"""The room report: what a room of learners got right and wrong, for the facilitator's screen.
+
+``fleetlab grade ... --report room.html`` writes one self-contained HTML page
+(the plot inlined, no network): per check, the share of the learners who
+handed in its lab that earned every point, and the misconceptions most of
+them share. A misconception is named as the feedback files name it: the
+instructor's catalogue entry (a known wrong answer) whose diagnosis a failed
+case gave, or, for a failed public case no entry matches, the first sentence
+of its diagnosis. A hidden case's inputs never appear (``feedback.misconception``
+blanks them). Each learner counts once per misconception and check.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from matplotlib.figure import Figure
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from fleetlab.core.files import write_atomically
+from fleetlab.core.rendering import notebook_html
+from fleetlab.course.grading import registry
+from fleetlab_instructor.checks import side_of
+from fleetlab_instructor.grading.feedback import misconception
+from fleetlab_instructor.grading.grade import CaseReport, GradeRow
+from fleetlab_instructor.grading.gradebook import Gradebook
+from fleetlab_instructor.grading.submissions import Submission
+
+TOP = 3
+"""Misconceptions shown per check: the room's most common ones."""
+NOT_ATTEMPTED = "not attempted: no answer to it reached the grader"
+DID_NOT_RUN = "the notebook did not run to the end (see the feedback file)"
+_FIRST_SENTENCE = re.compile(r"^(.+?[.;:])(\s|$)")
+
+
+@dataclass(frozen=True)
+class CheckInRoom:
+    """One check across the room: who handed in its lab, who earned every point, what the rest got wrong."""
+
+    check_id: str
+    title: str
+    learners: int
+    passed: int
+    misconceptions: tuple[tuple[str, int], ...]  # (what, how many learners), most common first
+
+    @property
+    def share_passed(self) -> float:
+        return self.passed / self.learners if self.learners else 0.0
+
+
+def room_summary(book: Gradebook, submissions: Sequence[Submission], rows: Sequence[GradeRow],
+                 *, top: int = TOP) -> list[CheckInRoom]:
+    """Every check of ``book``, in its order, summed over the learners who handed in its lab."""
+    seen: dict[str, Counter[str]] = {check_id: Counter() for check_id in book.maxima}
+    for sub, row in zip(submissions, rows, strict=True):
+        for check_id in book.maxima:
+            if check_id.split(".", 1)[0] == sub.lab:
+                seen[check_id].update(set(_what_went_wrong(check_id, row)))
+    summary = []
+    for check_id, most in book.maxima.items():
+        scores = [scores[check_id] for scores in book.rows.values() if scores.get(check_id) is not None]
+        passed = sum(1 for score in scores if score == most)
+        summary.append(CheckInRoom(check_id, registry.get_check(check_id).title, len(scores), passed,
+                                   tuple(seen[check_id].most_common(top))))
+    return summary
+
+
+def _what_went_wrong(check_id: str, row: GradeRow) -> list[str]:
+    report = row.checks.get(check_id)
+    if report is None:
+        return [DID_NOT_RUN if row.error else NOT_ATTEMPTED]
+    return [_misconception_of(check_id, case) for case in report.cases if case.status == "fail"]
+
+
+def _misconception_of(check_id: str, case: CaseReport) -> str:
+    if case.hidden:
+        return misconception(check_id, case.diagnosis)
+    for wrong in side_of(check_id).wrong_answers:
+        if wrong.expect and wrong.expect in case.diagnosis:
+            return wrong.name
+    match = _FIRST_SENTENCE.match(case.diagnosis)
+    return match[1].rstrip(":;") if match else case.diagnosis
+
+
+def room_figure(summary: Sequence[CheckInRoom], *, title: str) -> Figure:
+    """A horizontal bar per check: the share of its learners who earned every point."""
+    figure = Figure(figsize=(8, 0.5 * len(summary) + 1.5))
+    axes = figure.subplots()
+    labels = [f"{check.check_id}  ({check.passed}/{check.learners})" for check in summary]
+    shares = [100 * check.share_passed for check in summary]
+    axes.barh(labels, shares, color="#2e7d32")
+    axes.invert_yaxis()  # the first check on top, as the list below reads
+    axes.set_xlim(0, 100)
+    axes.set_xlabel("learners who earned every point (%)")
+    axes.set_ylabel("check (learners who passed / handed in)")
+    axes.set_title(title)
+    figure.tight_layout()
+    return figure
+
+
+def room_table(summary: Sequence[CheckInRoom]) -> Table:
+    """One line per check: passed, handed in, share, and the room's most common misconception."""
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False)
+    for column, justify in (("check", "left"), ("passed", "right"), ("of", "right"), ("share", "right"),
+                            ("most common misconception", "left")):
+        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    for check in summary:
+        common = f"{check.misconceptions[0][0]} ({check.misconceptions[0][1]})" if check.misconceptions else ""
+        table.add_row(Text(check.check_id), str(check.passed), str(check.learners),
+                      f"{100 * check.share_passed:.0f} %", Text(common))
+    return table
+
+
+def room_html(summary: Sequence[CheckInRoom], *, title: str = "fleetlab: the room") -> str:
+    """The whole page: the plot, the table, and per check its misconceptions with their counts."""
+    sections = "".join(_check_section(check) for check in summary)
+    return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+            f"<style>{_STYLE}</style></head><body><h1>{html.escape(title)}</h1>"
+            f"<img id='room-plot' alt='share of learners who passed each check' src='data:image/png;base64,"
+            f"{_png(room_figure(summary, title=title))}'>"
+            f"{notebook_html(room_table(summary))}{sections}</body></html>")
+
+
+def write_room_report(summary: Sequence[CheckInRoom], path: Path, *, title: str = "fleetlab: the room") -> None:
+    """Write ``room_html(summary)`` to ``path`` atomically."""
+    write_atomically(path, room_html(summary, title=title))
+
+
+def _check_section(check: CheckInRoom) -> str:
+    head = (f"<h2>{html.escape(check.check_id)} {html.escape(check.title)}: {check.passed} of {check.learners} "
+            f"learners passed</h2>")
+    if not check.misconceptions:
+        return head + "<p>No misconception in the room.</p>"
+    items = "".join(f"<li>{html.escape(what)} <b>({count})</b></li>" for what, count in check.misconceptions)
+    return f"{head}<ol class='misconceptions'>{items}</ol>"
+
+
+def _png(figure: Figure) -> str:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=100)
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+_STYLE = ("body{font-family:sans-serif;font-size:20px;max-width:60em;margin:2em auto}"
+          "img{max-width:100%}li{margin:.3em 0}")
+
