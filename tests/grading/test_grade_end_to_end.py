@@ -3,6 +3,7 @@
 import csv
 import os
 import shutil
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -101,3 +102,25 @@ def test_learner_code_sees_no_credential(grader_with_credentials, tmp_path):
     outputs = nbformat.writes(nb)
     assert "credentials visible to this notebook: none" in outputs
     assert FAKE_KEY not in outputs and FAKE_SECRET not in outputs
+
+
+def without_check_calls(source: Path, target: Path) -> Path:
+    nb = nbformat.read(source, as_version=4)
+    nb.cells = [cell for cell in nb.cells if "check(" not in cell.source]
+    nbformat.write(nb, target)
+    return target
+
+
+def test_the_grader_finds_each_answer_by_name_without_the_learners_check_call(fixture_lab, room, tmp_path):
+    bare = without_check_calls(room / "correct_99_fixture.ipynb", tmp_path / "bare_99_fixture.ipynb")
+    nb = nbformat.read(bare, as_version=4)
+    nb.cells = [cell for cell in nb.cells if "def visibility_timeout" not in cell.source]  # one answer left out
+    nbformat.write(nb, partial := tmp_path / "partial_99_fixture.ipynb")
+    out, feedback = tmp_path / "grades.csv", tmp_path / "feedback"
+    assert main(["grade", str(bare), str(partial), "--out", str(out), "--feedback", str(feedback)]) == 0
+    with out.open(newline="") as file:
+        rows = {row["learner"]: row for row in csv.DictReader(file)}
+    assert (rows["bare"]["99.dedupe"], rows["bare"]["99.visibility"]) == ("3", "2")  # as with its check() calls
+    assert (rows["partial"]["99.dedupe"], rows["partial"]["99.visibility"]) == ("3", "0")
+    said = (feedback / "partial.md").read_text()
+    assert "not attempted: no `visibility_timeout` defined" in said

@@ -69,3 +69,17 @@ def test_the_facilitator_note_says_what_the_room_report_shows_in_the_catalogues_
     assert quoted and quoted <= names, f"not the name of a catalogue entry: {sorted(quoted - names)}"
     unnamed = [check.id for check in checks if len(checks) > 1 and f"`{check.id}`" not in said]
     assert not unnamed, f"{path.stem}: say what the room report shows for {unnamed}"
+
+
+@pytest.mark.parametrize("path", sorted(SOLUTIONS.glob("*.ipynb")), ids=lambda path: path.stem)
+def test_each_check_names_the_answer_its_notebook_hands_to_check(path):
+    # The grader finds each answer by this name, check() call or not.
+    import re
+
+    from fleetlab.course.grading import registry
+
+    nb = nbformat.read(path, as_version=4)
+    called = dict(re.findall(r'check\(\s*"(\d\d\.[a-z0-9_]+)"\s*,\s*([A-Za-z_]\w*)\s*\)',
+                             "\n".join(cell.source for cell in nb.cells if cell.cell_type == "code")))
+    named = {check.id: check.answer_name for check in registry.checks_of(path.stem[:2])}
+    assert called == named

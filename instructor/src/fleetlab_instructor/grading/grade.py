@@ -33,6 +33,7 @@ from fleetlab.course.grading.results import CheckStatus
 from fleetlab.course.grading.session import GRADES_MIME
 from fleetlab_instructor.checks import full_checks
 from fleetlab_instructor.grading.sandbox import kernel_env, write_kernel_startup
+from fleetlab_instructor.grading.submissions import lab_of
 
 CHECK_CALL = re.compile(r"""\bcheck\(\s*["'](\d\d\.[a-z0-9][a-z0-9_-]*)["']""")
 SCORED = (CheckStatus.PASS, CheckStatus.FAIL)  # a fail keeps the points of the cases it passed
@@ -103,12 +104,13 @@ class Job:
 
 
 def prepare(job: Job) -> None:
-    """Read the notebook, clear its outputs, and note the checks its source calls."""
+    """Read the notebook, clear its outputs, and note the checks of its lab (from its name) and those it calls."""
     try:
         nb = nbformat.reads(job.text, as_version=4)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         job.errors.append(f"not a readable notebook ({_short(exc)})")
         return
+    job.max_points.update(dict.fromkeys(check.id for check in full_checks(lab_of(Path(job.name)))))
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
@@ -148,7 +150,8 @@ def add_hidden_cases(job: Job) -> None:
     """Append and run the grading cell: every checked answer again, with hidden cases."""
     if job.kernel is None or not job.kernel.alive:
         return
-    job.nb.cells.append(nbformat.v4.new_code_cell(grading_source(job.nonce, hidden_cases(job.max_points))))
+    labs = sorted({check_id.split(".", 1)[0] for check_id in job.max_points})
+    job.nb.cells.append(nbformat.v4.new_code_cell(grading_source(job.nonce, hidden_cases(job.max_points), labs)))
     index = len(job.nb.cells) - 1
     run = job.kernel.run_cell(index, job.limits.grading)
     if run.status == CellStatus.OK:
@@ -251,29 +254,17 @@ def grade_notebooks(
     return rows
 
 
-def find_notebooks(paths: Iterable[Path]) -> list[Path]:
-    """The notebooks named, or found under the folders named (checkpoints skipped), sorted."""
-    found: list[Path] = []
-    for path in paths:
-        if path.is_dir():
-            found += sorted(p for p in path.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
-        elif path.suffix == ".ipynb" and path.is_file():
-            found.append(path)
-        else:
-            raise InvalidInput("PATH", f"{str(path)!r} is neither a notebook nor a folder", hint="pass .ipynb files")
-    return found
-
-
 def hidden_cases(check_ids: Iterable[str]) -> str:
     """The hidden cases of every check of the labs ``check_ids`` name, handed over as text (``handover``)."""
     labs = sorted({check_id.split(".", 1)[0] for check_id in check_ids})
     return handover.encode({check.id: check.hidden for lab in labs for check in full_checks(lab)})
 
 
-def grading_source(nonce: str, hidden: str) -> str:
-    """The grading cell's code: grade every checked answer with the hidden cases ``hidden`` hands over."""
+def grading_source(nonce: str, hidden: str, labs: Sequence[str] = ()) -> str:
+    """The grading cell's code: grade every check of ``labs`` and every checked answer, with ``hidden``'s cases."""
     return ("import fleetlab.course.grading.session\n"
-            f'fleetlab.course.grading.session.grade_session("{nonce}", "{hidden}");')
+            f'fleetlab.course.grading.session.grade_session("{nonce}", "{hidden}", {tuple(labs)!r});')
+
 
 
 def _read_grades(job: Job, payload: Mapping[str, Any]) -> None:

@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fleetlab.core.errors import InvalidInput
-from fleetlab_instructor.grading.grade import find_notebooks
 
 LEARNER_ID = r"[A-Za-z0-9][A-Za-z0-9._-]*"
 NAMED_BY_FILE = re.compile(rf"^(?P<learner>{LEARNER_ID}?)_(?P<lab>\d\d)_.*\.ipynb$")
@@ -123,3 +122,22 @@ def _refuse_two_of_one_lab(submissions: Sequence[Submission]) -> None:
             raise InvalidInput("PATH", f"learner {sub.learner!r} has two notebooks of lab {sub.lab}: "
                                        f"{str(seen[key])!r} and {str(sub.path)!r}", hint="grade one of them")
         seen[key] = sub.path
+
+
+def find_notebooks(paths: Iterable[Path]) -> list[Path]:
+    """The notebooks named, or found under the folders named (checkpoints skipped), sorted."""
+    found: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found += sorted(p for p in path.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+        elif path.suffix == ".ipynb" and path.is_file():
+            found.append(path)
+        else:
+            raise InvalidInput("PATH", f"{str(path)!r} is neither a notebook nor a folder", hint="pass .ipynb files")
+    return found
+
+
+def lab_of(path: Path) -> str:
+    """The lab a notebook's name gives (``alice_01_at_least_once.ipynb``, ``alice/01_...``), or "" if none."""
+    match = NAMED_BY_FILE.match(path.name) or NAMED_BY_FOLDER.match(path.name)
+    return match["lab"] if match else ""

@@ -76,10 +76,16 @@ class Check:
     all_or_nothing: str = ""
     function: str = ""
     side_by_side: bool = False
+    answer: str = ""
 
     @property
     def lab(self) -> str:
         return self.id.split(".", 1)[0]
+
+    @property
+    def answer_name(self) -> str:
+        """The name the notebook gives the answer (``answer``, else ``function``); "" when unnamed."""
+        return self.answer or self.function
 
     def with_hidden(self, cases: Sequence[Case]) -> Check:
         """This check with its hidden cases added (the grader's side).
@@ -135,12 +141,14 @@ def register(
     all_or_nothing: str = "",
     function: str = "",
     side_by_side: bool = False,
+    answer: str = "",
 ) -> Callable[[Harness], Harness]:
     """Decorator: register the decorated harness as check ``check_id``.
 
     ``function`` names the function the exercise asks for: an answer that is
-    not callable is then refused before any case runs. ``side_by_side``:
-    see ``Check``.
+    not callable is then refused before any case runs. ``answer`` names the
+    value the exercise asks for when it is not a function (the grader finds
+    an answer by this name, or ``function``). ``side_by_side``: see ``Check``.
 
     ``hidden_cases`` counts the cases the grader adds (``Check.with_hidden``).
 
@@ -167,6 +175,7 @@ def register(
             all_or_nothing=all_or_nothing,
             function=function,
             side_by_side=side_by_side,
+            answer=answer,
         )
         return harness
 

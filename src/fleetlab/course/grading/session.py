@@ -49,12 +49,16 @@ def check(check_id: str, answer: Any) -> CheckResult:
     return result
 
 
-def grade_session(nonce: str, hidden: str) -> dict[str, Any]:
-    """Grade every answer this kernel checked, hidden cases included; emit and return the grades.
+def grade_session(nonce: str, hidden: str, labs: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Grade every check of ``labs`` and every answer this kernel checked, hidden cases included.
 
+    The answer to a check is what the notebook's namespace holds under the
+    check's answer name (``Check.answer_name``), whether or not ``check()``
+    ever ran; else the answer last given to ``check()``; else the check is
+    "not yet" with the diagnosis "not attempted: no `<name>` defined".
     ``hidden`` is the grader's handover of each check's hidden cases
-    (``handover.encode``); a checked answer whose check it lacks raises
-    HiddenCasesMissing.
+    (``handover.encode``); a graded answer whose check it lacks raises
+    HiddenCasesMissing. Emits and returns the grades.
 
     Output the learner's code prints while the hidden cases run is discarded,
     so no hidden input can reach the notebook. The checks run on the running
@@ -64,16 +68,23 @@ def grade_session(nonce: str, hidden: str) -> dict[str, Any]:
     grades: dict[str, Any] = {}
     cases = handover.decode(hidden)
     quiet = contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO())
+    namespace = _notebook_namespace()
+    graded = [check.id for lab in labs for check in registry.checks_of(lab)]
+    graded += [check_id for check_id in _answers if check_id not in graded]
     with quiet[0], quiet[1], CheckBackend() as backends:
-        for check_id, answer in list(_answers.items()):
+        for check_id in graded:
             check = registry.get_check(check_id)
+            found, answer = _answer_to(check, namespace)
+            if not found:
+                grades[check_id] = _not_attempted(check)
+                continue
             if check_id in cases:
                 check = check.with_hidden(cases[check_id])
             result = _judge(check, answer, include_hidden=True, backends=backends)
             grades[check_id] = {"status": str(result.status), "points": result.points, "max_points": result.max_points,
                                 "diagnosis": result.diagnosis, "cases": [_case_grade(case) for case in result.cases]}
-    labs = sorted({check_id.split(".", 1)[0] for check_id in _answers})
-    expected = {check.id: check.points for lab in labs for check in registry.checks_of(lab)}
+    every_lab = sorted({*labs, *(check_id.split(".", 1)[0] for check_id in _answers)})
+    expected = {check.id: check.points for lab in every_lab for check in registry.checks_of(lab)}
     payload = {"nonce": nonce, "checks": grades, "expected": expected}
     _emit(payload)
     return payload
@@ -86,6 +97,31 @@ def _judge(check: registry.Check, answer: Any, **run: Any) -> CheckResult:
         return refused(check, f"this answer uses {borrowed}: a check grades your own answer, so it scores "
                               "nothing; write it yourself", graded=run.get("include_hidden", False))
     return run_check(check, answer, **run)
+
+
+def _notebook_namespace() -> dict[str, Any]:
+    """The running notebook's global names (empty outside IPython)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return {}
+    shell = get_ipython()
+    return shell.user_ns if shell is not None else {}
+
+
+def _answer_to(check: registry.Check, namespace: dict[str, Any]) -> tuple[bool, Any]:
+    """``(True, answer)`` found by the check's answer name, else given to ``check()``; ``(False, None)`` if neither."""
+    if check.answer_name and check.answer_name in namespace:
+        return True, namespace[check.answer_name]
+    if check.id in _answers:
+        return True, _answers[check.id]
+    return False, None
+
+
+def _not_attempted(check: registry.Check) -> dict[str, Any]:
+    missing = f"no `{check.answer_name}` defined" if check.answer_name else "its check() cell never ran"
+    return {"status": str(CheckStatus.NOT_YET), "points": 0.0, "max_points": check.points,
+            "diagnosis": f"not attempted: {missing}", "cases": []}
 
 
 def _case_grade(case: CaseResult) -> dict[str, Any]:

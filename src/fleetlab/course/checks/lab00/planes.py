@@ -53,6 +53,7 @@ PUBLIC = (
     points=1,
     public=PUBLIC,
     hidden_cases=4,
+    answer="planes",
 )
 def planes(answer: Any, case: Component, ctx: Any) -> CaseOutcome:
     """Is ``case.name`` mapped to its plane in ``answer`` (or in what ``answer()`` returns)?"""

@@ -144,6 +144,7 @@ def _judge_traffic(bench: ReplayBench, pattern: dict[str, Any], case: Traffic) -
     public=[Traffic("researcher steps completed, then replayed", (("researcher", 3),), requested=2, replays=1)],
     hidden_cases=1,
     timeout=20,
+    answer="billing_pattern",
 )
 def check_pattern(answer: Any, case: Traffic, ctx: Any) -> CaseOutcome:
     try:
