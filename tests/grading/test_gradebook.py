@@ -153,3 +153,15 @@ def test_no_catalogue_name_shown_for_a_hidden_case_quotes_a_hidden_only_value():
                 for value in values:
                     assert not re.search(rf"(?<![\w.]){re.escape(value)}(?!\w)", said, re.IGNORECASE), (check.id, said)
     assert shown >= 20
+
+
+def test_a_hidden_case_the_machine_was_too_busy_to_judge_asks_for_a_regrade_never_blames_the_answer():
+    from fleetlab_instructor.grading.feedback import MACHINE_TOO_BUSY, feedback_text
+
+    from fleetlab.course.grading.runner import TOO_BUSY
+
+    busy = CaseReport("", True, "error", f"{TOO_BUSY}: in 200 s it gave your code 3.1 s of the 20 s the check allows")
+    report = CheckReport("fail", "", (CaseReport("one", False, "pass", ""), busy))
+    row = GradeRow("ann_00_orientation.ipynb", {"00.planes": 0.5}, {}, "", {"00.planes": report})
+    said = feedback_text("ann", [(Submission(Path(row.notebook), "ann", "00"), row)], {"00.planes": 1.0})
+    assert f"- hidden case 1: error ({MACHINE_TOO_BUSY})" in said and "fleetlab bug" not in said

@@ -1,10 +1,12 @@
 import re
 import threading
+import time
 from dataclasses import dataclass
 
 import pytest
 
 from fleetlab.backends.backend import Backend
+from fleetlab.core import runqueue
 from fleetlab.core.clock import VirtualClock, wait_until
 from fleetlab.core.timescale import ScaledClock
 from fleetlab.course import lab
@@ -42,6 +44,16 @@ with registry.isolated():  # the checks of this module, kept as objects, never l
         all_or_nothing="doubling is one skill",
     )(doubles)
     WHOLE = get_check("98.whole").with_hidden([Number("minus three", -3)])
+
+
+@pytest.fixture(autouse=True)
+def an_idle_machine(request, monkeypatch):
+    """No thread ever waits for a CPU: what a timeout says does not hang on how busy this machine is.
+
+    A test that measures the machine (``@pytest.mark.busy_machine``) keeps Linux's real counts.
+    """
+    if "busy_machine" not in request.keywords:
+        monkeypatch.setattr(runqueue, "runqueue_seconds", lambda native_id: None)
 
 
 @pytest.fixture
@@ -314,3 +326,67 @@ def test_side_by_side_cases_share_the_checks_time_limit(scaled_backend):
     assert [case.status for case in result.cases] == ["fail", "fail"]
     assert all(case.diagnosis.startswith("timed out after 0.5 s") for case in result.cases)
     wait_until(lambda: case_threads() == [], timeout=1, what="the stopped threads to be gone")
+
+
+def starved_of(share: float, monkeypatch) -> None:
+    """Every watched thread waits for a CPU ``share`` of the time from now on (a synthetic busy machine)."""
+    started = time.monotonic()
+    monkeypatch.setattr(runqueue, "runqueue_seconds", lambda native_id: share * (time.monotonic() - started))
+
+
+def test_time_a_busy_machine_kept_from_the_code_is_not_the_codes(monkeypatch):
+    register("98.work", title="work", public=[Case("half a second")], timeout=1.0)(
+        lambda answer, case, ctx: CaseOutcome(answer() == "done"))
+    starved_of(0.75, monkeypatch)  # 1.4 s of wall time is 0.35 s of the code's
+
+    def works_for_a_while():
+        end = time.monotonic() + 1.4
+        while time.monotonic() < end:
+            pass
+        return "done"
+
+    result = run_check(get_check("98.work"), works_for_a_while)
+    assert result.status == CheckStatus.PASS, result.diagnosis
+
+
+def test_a_loop_on_a_machine_too_busy_to_judge_it_is_not_judged_twice_and_never_failed(monkeypatch):
+    register("98.spin", title="spin", public=[Case("spin")], timeout=0.2)(lambda answer, case, ctx: answer())
+    starved_of(0.95, monkeypatch)  # the code gets a twentieth of the time: 0.1 s of 2 s (10 x 0.2 s)
+    result = run_check(get_check("98.spin"), lambda: spins(None))
+    assert result.status == CheckStatus.ERROR
+    assert result.cases[0].diagnosis.startswith("not judged: this machine was too busy: in 2 s it gave your code")
+    assert case_threads() == []
+
+
+def test_a_loop_still_fails_once_the_code_had_its_time_however_busy_the_machine(monkeypatch):
+    register("98.spin", title="spin", public=[Case("spin")], timeout=0.2)(lambda answer, case, ctx: answer())
+    starved_of(0.5, monkeypatch)  # half the time: 0.2 s of the code's in 0.4 s, well inside 2 s
+    result = run_check(get_check("98.spin"), lambda: spins(None))
+    assert result.status == CheckStatus.FAIL
+    assert result.diagnosis.startswith("timed out after 0.2 s") and "your code was still running" in result.diagnosis
+
+
+@pytest.mark.busy_machine
+def test_a_right_answer_passes_on_a_machine_that_five_busy_processes_load():
+    # Real load: five processes spin on this machine's (two) cores while a case does 0.4 s of work in a 0.8 s
+    # limit. The case gets at most a third of a core, so its 0.4 s take 1.2 s or more of wall time.
+    import subprocess
+    import sys
+
+    register("98.cpu", title="cpu", public=[Case("0.4 s of work")], timeout=0.8)(
+        lambda answer, case, ctx: CaseOutcome(answer() > 0))
+
+    def work():
+        spent, count = time.thread_time(), 0
+        while time.thread_time() - spent < 0.4:
+            count += 1
+        return count
+
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(5)]
+    try:
+        result = run_check(get_check("98.cpu"), work)
+    finally:
+        for burner in burners:
+            burner.kill()
+            burner.wait()
+    assert result.status == CheckStatus.PASS, result.diagnosis

@@ -23,6 +23,7 @@ from fleetlab.core.errors import InvalidInput
 from fleetlab.core.files import write_atomically
 from fleetlab.course.grading import registry
 from fleetlab.course.grading.display import format_points
+from fleetlab.course.grading.runner import TOO_BUSY
 from fleetlab_instructor.checks import full_check, side_of
 from fleetlab_instructor.grading.grade import CaseReport, GradeRow
 from fleetlab_instructor.grading.gradebook import Gradebook
@@ -35,6 +36,7 @@ HIDDEN_STATUS_SAYS = {
     "error": " (the check itself broke on this case: a fleetlab bug, never your answer's fault)",
     "skipped": " (not run: the check ran out of time on an earlier case)",
 }
+MACHINE_TOO_BUSY = "not judged: the grading machine was too busy to give your code its time; ask for a regrade"
 NOT_GRADED = "not graded: no answer to it reached the grader (run its `check()` cell, and keep it)"
 
 
@@ -87,6 +89,8 @@ def _case_line(check_id: str, case: CaseReport, hidden_number: int) -> str:
     if not case.hidden:
         said = f": {case.diagnosis}" if case.diagnosis else ""
         return f"- public case *{case.name}*: {case.status}{said}"
+    if case.status == "error" and case.diagnosis.startswith(TOO_BUSY):
+        return f"- hidden case {hidden_number}: {case.status} ({MACHINE_TOO_BUSY})"
     if case.status != "fail":
         return f"- hidden case {hidden_number}: {case.status}{HIDDEN_STATUS_SAYS.get(case.status, '')}"
     return f"- hidden case {hidden_number}: fail; it points to: {misconception(check_id, case.diagnosis)}"

@@ -13,7 +13,11 @@ A check's ``timeout`` is measured on the code, not on the backend's waits
 (``Budget``): on a real clock the time during which all of a case's threads
 wait on the clock or on the backend is not counted, up to ``WAIT_CAP`` real
 seconds per check. When those waits run out, the diagnosis says the backend
-was too slow, unless the learner's own code was the one waiting.
+was too slow, unless the learner's own code was the one waiting. Nor is the
+time a case's thread waited for a CPU on a busy machine (``runqueue``); a
+check whose cases ran ``BUSY_FACTOR`` times their ``timeout`` without using
+it up was starved by the machine: it runs once more, and if the machine is
+still too busy the case is "not judged" (an error, never the learner's fail).
 
 A check's backend is opened only when a case asks for it: the running lab's
 backend when a lab runs in this kernel, else one opened for the check and
@@ -34,6 +38,7 @@ from typing import Any
 from fleetlab.backends.backend import Backend, open_backend
 from fleetlab.core import clock, timescale
 from fleetlab.core.clock import CANCEL_GRACE, WAIT_SLICE, raise_in_thread
+from fleetlab.core.runqueue import RunQueueMeter
 from fleetlab.core.waits import WaitMeter
 from fleetlab.course.grading import learner
 from fleetlab.course.grading.registry import Case, CaseOutcome, Check
@@ -44,6 +49,11 @@ ABANDON_SLICE = 0.5
 
 WAIT_CAP = 90.0
 """Real seconds a check's cases may spend all waiting on a real clock or the backend, beyond its ``timeout``."""
+
+BUSY_FACTOR = 10.0
+"""A check's cases get at most this many times its ``timeout`` of real time (waits aside), however little
+of it a busy machine let them run."""
+TOO_BUSY = "not judged: this machine was too busy"
 
 SLOW_BACKEND_HELP = "docs/troubleshooting.md#a-check-times-out-waiting-on-the-backend"
 WAIT_FILES = (*clock.CLOCK_FILES, timescale.__file__)
@@ -127,12 +137,16 @@ class Budget:
 
     ``meter`` counts the real time during which every thread of the running
     case waited on the clock or the backend; only a real clock marks waits,
-    so on the virtual clock the budget is exactly ``timeout``.
+    so on the virtual clock the budget is exactly ``timeout``. ``starved``
+    counts the time the cases' threads waited for a CPU (a busy machine's,
+    not the learner's): it is not the check's own time either, up to
+    ``BUSY_FACTOR`` times ``timeout`` of real time.
     """
 
     timeout: float
     cap: float = WAIT_CAP
     meter: WaitMeter = field(default_factory=WaitMeter)
+    starved: RunQueueMeter = field(default_factory=RunQueueMeter)
     started: float = field(default_factory=time.monotonic)
 
     def waited(self) -> float:
@@ -140,15 +154,22 @@ class Budget:
         return self.meter.idle()
 
     def own(self) -> float:
-        """Real seconds spent so far on anything but waiting."""
-        return time.monotonic() - self.started - self.waited()
+        """Real seconds the check's code had so far: waiting on the clock, the backend or a CPU not counted."""
+        return max(0.0, time.monotonic() - self.started - self.waited() - self.starved.seconds())
 
     def remaining(self) -> float:
-        """Real seconds of work left: 0 once the check's own time or its waits have run out."""
-        return 0.0 if self.waited() >= self.cap else max(0.0, self.timeout - self.own())
+        """Real seconds of work left: 0 once the check's own time, its waits or its starving have run out."""
+        if self.waits_ran_out() or self.machine_too_busy():
+            return 0.0
+        return max(0.0, self.timeout - self.own())
 
     def waits_ran_out(self) -> bool:
         return self.waited() >= self.cap
+
+    def machine_too_busy(self) -> bool:
+        """True once ``BUSY_FACTOR`` times ``timeout`` of real time passed (waits aside) without the check
+        having had its ``timeout``: the machine, not the code, held it up."""
+        return time.monotonic() - self.started - self.waited() >= BUSY_FACTOR * self.timeout
 
 
 @dataclass
@@ -203,18 +224,24 @@ def run_check(
     if backends is None:
         with CheckBackend() as own:
             return run_check(check, answer, include_hidden=include_hidden, backends=own)
+    results = _run_cases(check, answer, include_hidden, backends)
+    if any(result.diagnosis.startswith(TOO_BUSY) for result in results):
+        results = _run_cases(check, answer, include_hidden, backends)  # once more: the machine, not the code
+    return conclude(check, results, graded=include_hidden)
+
+
+def _run_cases(check: Check, answer: Any, include_hidden: bool, backends: CheckBackend) -> list[CaseResult]:
+    """Every case of ``check`` under one fresh budget, side by side where it may."""
     budget = Budget(check.timeout, WAIT_CAP)
     backends.meter(budget.meter)
     runs = [(case, hidden, CheckContext(check.id, _seed(check.id, case), budget, backends))
             for case, hidden in check.cases(include_hidden=include_hidden)]
     try:
         if check.side_by_side and backends.real_clock():
-            results = _run_side_by_side(check, answer, runs)
-        else:
-            results = _run_in_turn(check, answer, runs)
+            return _run_side_by_side(check, answer, runs)
+        return _run_in_turn(check, answer, runs)
     finally:
         backends.meter(None)
-    return conclude(check, results, graded=include_hidden)
 
 
 _Run = tuple[Case, bool, "CheckContext"]
@@ -262,10 +289,16 @@ def _timed_out(check: Check, context: CheckContext, stuck: traceback.FrameSummar
     """Why a case ran out of time: the learner's code (a fail), or on a real clock the backend's waits
     (an error: the check could not judge, never the learner's fault)."""
     budget, backend = context.budget, context._backends.name
+    if budget.machine_too_busy() and budget.own() < check.timeout:
+        return CheckStatus.ERROR, (f"{TOO_BUSY}: in {BUSY_FACTOR * check.timeout:g} s it gave your code "
+                                   f"{budget.own():.1f} s of the {check.timeout:g} s the check allows; "
+                                   "not your code's fault: run the check again when the machine is quieter")
     if not budget.waits_ran_out():
-        waited = budget.waited()
-        not_counted = f" (not counting {waited:.0f} s of waiting on the clock and {backend})" if waited >= 1 else ""
-        return CheckStatus.FAIL, (f"timed out after {check.timeout:g} s{not_counted}: your code was still running; "
+        waited, starved = budget.waited(), budget.starved.seconds()
+        not_counted = [f"{waited:.0f} s of waiting on the clock and {backend}"] if waited >= 1 else []
+        not_counted += [f"{starved:.0f} s of waiting for a CPU on a busy machine"] if starved >= 1 else []
+        aside = f" (not counting {' or '.join(not_counted)})" if not_counted else ""
+        return CheckStatus.FAIL, (f"timed out after {check.timeout:g} s{aside}: your code was still running; "
                                   "look for a loop that never ends or a wait without a bound")
     if stuck is not None:
         return CheckStatus.FAIL, (f"timed out: your code was still waiting after {budget.cap:g} s "
@@ -298,11 +331,13 @@ def _call_with_deadline(fn: Any, args: tuple, budget: Budget, *, stop_actors: An
 
     def target() -> None:
         meter.join()
+        budget.starved.watch()
         try:
             box["value"] = fn(*args)
         except BaseException as exc:  # the learner's code may raise anything, even SystemExit
             box["error"] = exc
         finally:
+            budget.starved.unwatch()
             meter.leave()
 
     thread = threading.Thread(target=target, name="fleetlab-check-case", daemon=True)
