@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fleetlab.composition.topology import experiment_queue
+from fleetlab.core.errors import InvalidInput
 from fleetlab.course.experiments.poison import step_body
 from fleetlab.course.grading.calls import CallLog
 from fleetlab.course.grading.registry import Case, CaseOutcome, register
@@ -89,7 +90,7 @@ def check_triage(answer: Any, case: Backlog, ctx: Any) -> CaseOutcome:
         return CaseOutcome(False, _still_hidden(len(codes) - visible, len(codes), log))
     try:
         counts = _read_counts(returned)
-    except ValueError as bad:
+    except InvalidInput as bad:
         return CaseOutcome(False, str(bad))
     if counts != expected:
         return CaseOutcome(False, _miscounted(counts, expected, log, budget))
@@ -117,12 +118,12 @@ class _Budget:
 
 def _read_counts(returned: Any) -> Counter:
     if not isinstance(returned, Mapping):
-        raise ValueError(f"triage returned {type(returned).__name__}; return the counts, a dict of class -> number "
-                         "of records, like {'THROTTLING': 11, 'UNKNOWN': 2}")
+        raise InvalidInput("triage", f"returned {type(returned).__name__}; return the counts, a dict of class -> "
+                                     "number of records, like {'THROTTLING': 11, 'UNKNOWN': 2}")
     counts: Counter = Counter()
     for code, count in returned.items():
         if isinstance(count, bool) or not isinstance(count, numbers.Integral):
-            raise ValueError(f"triage returned {count!r} for {code!r}; each count is a whole number of records")
+            raise InvalidInput("triage", f"returned {count!r} for {code!r}; each count is a whole number of records")
         if count:
             counts[code] = int(count)
     return counts
