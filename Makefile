@@ -53,7 +53,10 @@ test: venv
 	$(BIN)/fleetlab assign --check
 	$(MAKE) --no-print-directory --output-sync=target -j2 test-suite test-notebooks
 
+# The JupyterHub room's test needs configurable-http-proxy: installed where npm exists, else that test skips.
 test-suite: venv
+	@if command -v npm >/dev/null; then $(MAKE) --no-print-directory hub-proxy; \
+	else echo "npm is missing: tests/test_jupyterhub.py will skip (make hub-proxy needs npm)"; fi
 	$(BIN)/python -m pytest -n $(TEST_WORKERS)
 
 test-notebooks: venv

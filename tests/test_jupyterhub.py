@@ -58,12 +58,23 @@ def room_config():
 ROOM = room_config()
 
 
+def in_ci() -> bool:
+    """True in CI (``CI`` set and not false): there a missing proxy fails the test instead of skipping it."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
 def proxy_command() -> str:
-    """configurable-http-proxy: the one ``make hub-proxy`` installs, else one on PATH."""
+    """configurable-http-proxy: the one ``make hub-proxy`` installs, else one on PATH.
+
+    Missing, the room's tests are skipped (``make test`` installs it where npm exists), except in CI.
+    """
     installed = REPO / ".fleetlab" / "hub" / "node_modules" / ".bin" / "configurable-http-proxy"
     found = str(installed) if installed.exists() else shutil.which("configurable-http-proxy")
     if not found:
-        pytest.fail("configurable-http-proxy is missing: run `make hub-proxy` (it installs it from the npm registry)")
+        missing = "configurable-http-proxy is missing: `make hub-proxy` installs it from the npm registry (needs npm)"
+        if in_ci():
+            pytest.fail(f"CI is set and {missing}", pytrace=False)
+        pytest.skip(missing)
     return found
 
 
