@@ -6,6 +6,7 @@ tests/test_jupyterhub.py runs it on a real hub; here: what each learner is given
 from __future__ import annotations
 
 import importlib.util
+import tomllib
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -79,3 +80,13 @@ def test_loaded_by_jupyterhub_it_sets_the_hook_and_the_landing_page_only():
     assert config.Spawner.pre_spawn_hook is loaded.give_learner_environment
     assert config.Spawner.default_url == "/lab/tree/labs"
     assert sorted(config) == ["Spawner"] and sorted(config.Spawner) == ["default_url", "pre_spawn_hook"]
+
+
+def test_the_lab_image_carries_the_jupyterhub_the_tests_run_as_zero_to_jupyterhub_needs():
+    """The Dockerfile installs jupyterhub (for ``jupyterhub-singleuser``) at the test extra's pin."""
+    repo = ROOM_CONFIG.parents[2]
+    test_extra = tomllib.loads((repo / "pyproject.toml").read_text())["project"]["optional-dependencies"]["test"]
+    (pin,) = [requirement for requirement in test_extra if requirement.startswith("jupyterhub==")]
+    installs = [line for line in (repo / "Dockerfile").read_text().splitlines() if "pip install" in line]
+    assert any(f'"{pin}"' in line for line in installs), installs
+    assert "COPY labs /opt/fleetlab/labs" in (repo / "Dockerfile").read_text()
