@@ -18,12 +18,12 @@ from fleetlab.core.settings import LEARNER_MAX, Settings
 ROOM_CONFIG = Path(__file__).resolve().parents[1] / "deploy" / "jupyterhub" / "jupyterhub_config.py"
 
 
-def load_room(get_config=None):
-    """The configuration file as a module; with ``get_config``, as JupyterHub's loader runs it."""
+def load_room(config: Config | None = None):
+    """The configuration file as a module; with ``config``, as JupyterHub's loader runs it (``c`` defined)."""
     spec = importlib.util.spec_from_file_location("fleetlab_room_config", ROOM_CONFIG)
     module = importlib.util.module_from_spec(spec)
-    if get_config is not None:
-        module.get_config = get_config
+    if config is not None:
+        module.c = config
     spec.loader.exec_module(module)
     return module
 
@@ -76,10 +76,22 @@ def test_the_pre_spawn_hook_gives_each_spawner_its_own_environment_and_keeps_wha
 
 def test_loaded_by_jupyterhub_it_sets_the_hook_and_the_landing_page_only():
     config = Config()
-    loaded = load_room(get_config=lambda: config)
+    loaded = load_room(config)
     assert config.Spawner.pre_spawn_hook is loaded.give_learner_environment
     assert config.Spawner.default_url == "/lab/tree/labs"
     assert sorted(config) == ["Spawner"] and sorted(config.Spawner) == ["default_url", "pre_spawn_hook"]
+
+
+def test_run_as_zero_to_jupyterhub_runs_hub_extra_config_it_uses_the_charts_c():
+    """The chart exec()s hub.extraConfig where ``c`` is the config and ``get_config`` is its own helper."""
+    config = Config()
+
+    def chart_get_config(key, default=None):  # z2jh.get_config's signature: a key is required
+        return default
+
+    exec(ROOM_CONFIG.read_text(), {"c": config, "get_config": chart_get_config})  # noqa: S102
+    assert config.Spawner.default_url == "/lab/tree/labs"
+    assert callable(config.Spawner.pre_spawn_hook)
 
 
 def test_the_lab_image_carries_the_jupyterhub_the_tests_run_as_zero_to_jupyterhub_needs():

@@ -73,7 +73,8 @@ def give_learner_environment(spawner: Any) -> None:
     spawner.environment = {**spawner.environment, **learner_environment(spawner.user.name, dict(os.environ))}
 
 
-if "get_config" in globals():  # read by JupyterHub; a test imports the functions above without it
-    c = get_config()  # noqa: F821 (JupyterHub's config loader provides it)
-    c.Spawner.pre_spawn_hook = give_learner_environment
-    c.Spawner.default_url = "/lab/tree/labs"
+# JupyterHub's config loader (load_subconfig, TLJH's jupyterhub_config.d/) and Zero to JupyterHub's
+# hub.extraConfig run this file where `c` is the hub's config; a test imports the functions without it.
+if "c" in globals():
+    c.Spawner.pre_spawn_hook = give_learner_environment  # noqa: F821
+    c.Spawner.default_url = "/lab/tree/labs"  # noqa: F821
