@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from tornado.httpclient import AsyncHTTPClient, HTTPRequest
+from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
 from tornado.websocket import websocket_connect
 
 REPO = Path(__file__).resolve().parents[1]
@@ -125,7 +125,13 @@ class Hub:
     homes: Path
     public: str
     api: str
-    pids: set[int] = field(default_factory=set)
+    pids: dict[int, str] = field(default_factory=dict)
+    """Each process's PID and its start time, so that a PID the system gave to another process is left alone."""
+
+    def started(self, pid: int) -> None:
+        """Remember ``pid`` as a process of this room (while it runs)."""
+        if (since := start_time(pid)) is not None:
+            self.pids[pid] = since
 
 
 def headers() -> dict[str, str]:
@@ -145,11 +151,7 @@ async def until(what: str, deadline: float, probe) -> object:
     while True:
         try:
             found = await probe()
-        except (OSError, ConnectionError):
-            found = None
-        except Exception as exc:  # tornado's HTTP errors while the hub is still starting
-            if "HTTP" not in type(exc).__name__:
-                raise
+        except (OSError, HTTPClientError):  # not listening yet, or answering 503 while it starts
             found = None
         if found:
             return found
@@ -158,27 +160,31 @@ async def until(what: str, deadline: float, probe) -> object:
         await asyncio.sleep(0.25)  # a poll interval, not a synchronisation: the deadline bounds it
 
 
-def stop_by_pid(pids: set[int], deadline_s: float = 15) -> list[int]:
-    """SIGTERM each PID still running, SIGKILL what outlives the deadline; the PIDs that had to be killed."""
-    alive = {pid for pid in pids if running(pid)}
-    for pid in alive:
+def start_time(pid: int) -> str | None:
+    """When ``pid`` started (clock ticks since boot), or None when it has exited (a zombie counts as exited)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return None if fields[0] in ("Z", "X") else fields[19]
+
+
+def stop_by_pid(pids: dict[int, str], deadline_s: float = 15) -> list[int]:
+    """SIGTERM each process still running as it was recorded, SIGKILL what outlives the deadline; those killed."""
+
+    def alive(pid: int) -> bool:
+        return start_time(pid) == pids[pid]
+
+    running = {pid for pid in pids if alive(pid)}
+    for pid in running:
         os.kill(pid, signal.SIGTERM)
     end = time.monotonic() + deadline_s
-    while alive and time.monotonic() < end:
-        alive = {pid for pid in alive if running(pid)}
-        time.sleep(0.1)
-    for pid in alive:
+    while running and time.monotonic() < end:
+        running = {pid for pid in running if alive(pid)}
+        time.sleep(0.1)  # a poll interval, bounded by the deadline
+    for pid in running:
         os.kill(pid, signal.SIGKILL)
-    return sorted(alive)
-
-
-def running(pid: int) -> bool:
-    """``pid`` exists and has not exited (a zombie child awaiting its parent's wait counts as exited)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return state not in ("Z", "X")
+    return sorted(running)
 
 
 @pytest.fixture(scope="module")
@@ -198,13 +204,14 @@ def hub(tmp_path_factory) -> Iterator[Hub]:
             cwd=work, env=environ, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )
     running_hub = Hub(process, work, homes, f"http://127.0.0.1:{ports['public']}",
-                      f"http://127.0.0.1:{ports['public']}/hub/api", {process.pid})
+                      f"http://127.0.0.1:{ports['public']}/hub/api")
+    running_hub.started(process.pid)
     try:
         yield running_hub
     finally:
         proxy_pid = work / "proxy.pid"
         if proxy_pid.exists():
-            running_hub.pids.add(int(proxy_pid.read_text()))
+            running_hub.started(int(proxy_pid.read_text()))
         killed = stop_by_pid(running_hub.pids)
         process.wait(timeout=5)
         assert not killed, f"these processes ignored SIGTERM for 15 s: {killed}; see {work / 'hub.log'}"
@@ -273,14 +280,19 @@ def reference_answer(check_id: str) -> str:
 
 
 async def run_lab(hub: Hub, learner: str, deadline: float) -> Run:
-    """Open the learner's copy of lab 01 through their server, run every code cell in a new kernel, then FACTS."""
+    """Open the learner's copy of lab 01 through their server; in a new kernel, FACTS, then every code cell."""
     server = f"{hub.public}/user/{learner}"
     notebook = await call(f"{server}/api/contents/labs/{NOTEBOOK}")
     kernel = await call(f"{server}/api/kernels", "POST", {"name": "python3", "path": f"labs/{NOTEBOOK}"})
     url = f"{server.replace('http', 'ws', 1)}/api/kernels/{kernel['id']}/channels"
     channel = await websocket_connect(HTTPRequest(url, headers=headers(), request_timeout=30))
-    run = Run(learner, began=time.monotonic())
+    run = Run(learner)
     try:
+        facts, errors = await execute(channel, FACTS, deadline)
+        assert not errors, f"{learner}: {errors}"
+        run.facts = json.loads(facts)
+        hub.started(run.facts["pid"])
+        run.began = time.monotonic()
         for cell in notebook["content"]["cells"]:
             if cell["cell_type"] == "code":
                 text, errors = await execute(channel, cell["source"], deadline)
@@ -291,27 +303,27 @@ async def run_lab(hub: Hub, learner: str, deadline: float) -> Run:
             run.outputs.append(text)
             run.errors += errors
         run.ended = time.monotonic()
-        facts, errors = await execute(channel, FACTS, deadline)
-        run.errors += errors
-        run.facts = json.loads(facts) if facts else {}
     finally:
         channel.close()
-    if run.facts:
-        hub.pids.add(run.facts["pid"])
     return run
 
 
 async def start_servers(hub: Hub) -> None:
     """Create the learners and start their servers at once through the hub's REST API; wait until each is ready."""
-    deadline = time.monotonic() + HUB_START
-    await until("the hub's API", deadline, lambda: call(f"{hub.api}/"))
+    async def hub_answers():
+        if hub.process.poll() is not None:
+            log = (hub.work / "hub.log").read_text(errors="replace")[-3000:]
+            pytest.fail(f"the hub exited with {hub.process.returncode} before answering:\n{log}")
+        return await call(f"{hub.api}/")
+
+    await until("the hub's API", time.monotonic() + HUB_START, hub_answers)
     await call(f"{hub.api}/users", "POST", {"usernames": list(LEARNERS)})
     await asyncio.gather(*(call(f"{hub.api}/users/{learner}/server", "POST", {}) for learner in LEARNERS))
 
     async def ready(learner: str):
         server = (await call(f"{hub.api}/users/{learner}"))["servers"].get("", {})
         if server.get("state", {}).get("pid"):
-            hub.pids.add(server["state"]["pid"])
+            hub.started(server["state"]["pid"])
         return server.get("ready")
 
     deadline = time.monotonic() + SERVER_START
@@ -397,5 +409,5 @@ def test_no_learners_home_holds_a_trace_of_another_learner(room, hub):
 
 def test_every_process_the_room_started_is_known_by_pid(room, hub):
     kernels = {run.facts["pid"] for run in room.values()}
-    assert len(kernels) == len(LEARNERS) and kernels <= hub.pids
+    assert len(kernels) == len(LEARNERS) and kernels <= hub.pids.keys()
     assert len(hub.pids) >= 1 + 2 * len(LEARNERS)  # the hub, each learner's server and kernel
