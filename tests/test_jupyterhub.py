@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-
 from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
 from tornado.websocket import websocket_connect
 
@@ -241,10 +240,10 @@ async def execute(channel, code: str, deadline: float) -> tuple[str, list[str]]:
     }))
     text, errors, replied, idle = [], [], False, False
     while not (replied and idle):
-        left = deadline - time.monotonic()
-        if left <= 0:
+        try:
+            raw = await asyncio.wait_for(channel.read_message(), timeout=max(deadline - time.monotonic(), 0))
+        except TimeoutError:
             pytest.fail(f"a cell was still running at the deadline: {code[:80]!r}")
-        raw = await asyncio.wait_for(channel.read_message(), timeout=left)
         if raw is None:
             pytest.fail(f"the kernel's websocket closed while running {code[:80]!r}")
         message = json.loads(raw)
