@@ -31,7 +31,9 @@ def load_room(config: Config | None = None):
 room = load_room()
 
 
-@pytest.mark.parametrize(("username", "label"), [("alice", "alice"), ("Bob07", "bob07"), ("abcdefghijkl", "abcdefghijkl")])
+@pytest.mark.parametrize(
+    ("username", "label"), [("alice", "alice"), ("Bob07", "bob07"), ("abcdefghijkl", "abcdefghijkl")]
+)
 def test_a_plain_hub_user_name_is_the_learner_label(username, label):
     assert room.learner_label(username) == label
 
