@@ -19,16 +19,21 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 # The library (with JupyterLab, the lab extra) and its tooling, into the image's Python, owned by
 # root: the learner's kernels import it and cannot change its files. The sources are removed afterwards.
+# JupyterHub (the pin of pyproject.toml's test extra) gives the image `jupyterhub-singleuser`, so that
+# Zero to JupyterHub can run it as a room's single-user image (deploy/jupyterhub/README.md).
 COPY pyproject.toml README.md LICENSE /tmp/fleetlab/
 COPY src /tmp/fleetlab/src
 COPY tools /tmp/fleetlab/tools
-RUN pip install "/tmp/fleetlab[lab]" /tmp/fleetlab/tools \
+RUN pip install "/tmp/fleetlab[lab]" /tmp/fleetlab/tools "jupyterhub==6.1.1" \
     && rm -rf /tmp/fleetlab
 
 # The learner: an unprivileged user (uid 1000, as JupyterHub's single-user images use) whose home
 # holds the notebooks and the progress file.
 RUN useradd --create-home --uid 1000 --user-group --shell /bin/bash learner
 COPY --chown=learner:learner labs /home/learner/labs
+# A copy no learner can change: a hub that mounts a volume over the home copies the labs from here
+# into a new learner's home (deploy/jupyterhub/README.md).
+COPY labs /opt/fleetlab/labs
 
 # By number, so that a runtime checking "not root" (Kubernetes' runAsNonRoot) can verify it.
 USER 1000:1000

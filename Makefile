@@ -7,7 +7,7 @@ LAB_PORT ?= 8888
 LAB_FLAGS ?=
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: venv lab test test-suite test-notebooks notebooks browser e2e screenshots bench localstack-up localstack-down test-localstack test-localstack-contract test-release clean help
+.PHONY: venv lab test test-suite test-notebooks notebooks browser e2e screenshots bench localstack-up localstack-down test-localstack test-localstack-contract test-release test-hub hub-proxy clean help
 
 help:
 	@echo "make lab    - install (once) and open JupyterLab on labs/ with the moto backend"
@@ -21,6 +21,7 @@ help:
 	@echo "make test-localstack - start LocalStack, run the contract suite and every notebook on it, stop it"
 	@echo "                       (FIDELITY=1 also regenerates docs/fidelity.md with its LocalStack column)"
 	@echo "make test-localstack-contract - the same, the contract suite only"
+	@echo "make test-hub - start a real JupyterHub on 127.0.0.1 and run lab 01 for three learners at once"
 	@echo "make test-release - write the learner's release, commit and clone it, and run its own make test there"
 
 venv: $(STAMP)
@@ -52,7 +53,10 @@ test: venv
 	$(BIN)/fleetlab assign --check
 	$(MAKE) --no-print-directory --output-sync=target -j2 test-suite test-notebooks
 
+# The JupyterHub room's test needs configurable-http-proxy: installed where npm exists, else that test skips.
 test-suite: venv
+	@if command -v npm >/dev/null; then $(MAKE) --no-print-directory hub-proxy; \
+	else echo "npm is missing: tests/test_jupyterhub.py will skip (make hub-proxy needs npm)"; fi
 	$(BIN)/python -m pytest -n $(TEST_WORKERS)
 
 test-notebooks: venv
@@ -111,6 +115,22 @@ test-release: venv
 	git -C $(RELEASE_WORK)/repo -c user.name=fleetlab -c user.email=release@fleetlab.invalid commit -qm "learner release"
 	git clone -q $(RELEASE_WORK)/repo $(RELEASE_WORK)/clone
 	env -u MAKEFLAGS -u MAKEOVERRIDES -u MFLAGS $(MAKE) -C $(RELEASE_WORK)/clone test PYTHON="$(PYTHON)"
+
+# configurable-http-proxy, JupyterHub's proxy, from the npm registry (pinned) into an ignored folder.
+CHP_VERSION := 5.3.0
+HUB_DIR := .fleetlab/hub
+HUB_PROXY := $(HUB_DIR)/node_modules/.bin/configurable-http-proxy
+
+hub-proxy: $(HUB_PROXY)
+
+$(HUB_PROXY):
+	@command -v npm >/dev/null || { echo "npm is missing: run 'sudo apt-get install -y npm' (JupyterHub's proxy runs on Node.js)"; exit 1; }
+	mkdir -p $(HUB_DIR)
+	npm install --prefix $(HUB_DIR) --no-save --no-audit --no-fund --loglevel=error configurable-http-proxy@$(CHP_VERSION)
+
+# A workshop room on a real JupyterHub (deploy/jupyterhub/): three learners run lab 01 at once.
+test-hub: venv hub-proxy
+	$(BIN)/python -m pytest -p no:cacheprovider tests/test_jupyterhub.py
 
 clean:
 	rm -rf $(VENV) .fleetlab bench .pytest_cache

@@ -50,6 +50,25 @@ def test_the_sweep_finds_and_removes_everything_a_prefix_names_and_nothing_else(
     assert len(sweep.find(backend, other)) == len(kept)
 
 
+def test_a_learners_prefixes_carry_the_learner_so_one_sweep_removes_that_learners_resources_only(
+    backend, monkeypatch
+):
+    monkeypatch.setenv("FLEETLAB_LEARNER", "Learner12345")
+    mine = [new_prefix("01"), new_prefix("03")]
+    monkeypatch.setenv("FLEETLAB_LEARNER", "bob")
+    theirs = new_prefix("01")
+    for prefix in mine:
+        leftovers(backend, prefix)
+    kept = leftovers(backend, theirs)
+
+    assert all(prefix.startswith("fl-learner12345-") for prefix in mine) and theirs.startswith("fl-bob-01-")
+    found = sweep.find(backend, "fl-learner12345-")
+    assert {item.name.split(" ")[0][: len(mine[0])] for item in found} == set(mine)
+    assert sweep.remove(backend, found) == []
+    assert sweep.find(backend, "fl-learner12345-") == []
+    assert len(sweep.find(backend, theirs)) == len(kept)
+
+
 @pytest.mark.parametrize("prefix", ["", "fl-", "  fl-0 "])
 def test_an_empty_or_short_prefix_is_refused(backend, prefix):
     with pytest.raises(InvalidInput) as refused:

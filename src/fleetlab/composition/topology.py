@@ -32,6 +32,7 @@ from botocore.exceptions import ClientError
 from fleetlab.backends.backend import Backend
 from fleetlab.backends.resources import Queue, Resources
 from fleetlab.core.errors import InvalidInput, ProvisionError
+from fleetlab.core.settings import settings
 from fleetlab.services.events import envelope
 from fleetlab.services.sqs.dlq import DeadLetterTarget
 from fleetlab.services.sqs.queues import WorkQueue
@@ -155,9 +156,14 @@ class Topology:
 
 
 def new_prefix(label: str = "run") -> str:
-    """A fresh resource-name prefix such as ``fl-00-3fa9c2-``."""
+    """A fresh resource-name prefix such as ``fl-00-3fa9c2-``; ``fl-alice-00-3fa9c2-`` for ``FLEETLAB_LEARNER=alice``.
+
+    Raises ConfigError when ``FLEETLAB_LEARNER`` is not a learner name the prefix can carry.
+    """
     safe = "".join(ch for ch in label.lower() if ch.isalnum())[:8] or "run"
-    return f"fl-{safe}-{secrets.token_hex(3)}-"
+    learner = settings().learner
+    owner = f"{learner}-" if learner else ""
+    return f"fl-{owner}{safe}-{secrets.token_hex(3)}-"
 
 
 def provision(backend: Backend, spec: TopologySpec | None = None, *, prefix: str | None = None) -> Topology:

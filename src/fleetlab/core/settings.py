@@ -92,6 +92,17 @@ def _text(variable: str, raw: str) -> str:
     return raw
 
 
+LEARNER_MAX = 12
+"""The longest learner name a resource prefix carries (resource names have length limits)."""
+
+
+def _learner(variable: str, raw: str) -> str:
+    name = raw.lower()
+    if not (name.isascii() and name.isalnum()) or len(name) > LEARNER_MAX:
+        raise _refused(variable, raw, f"letters and digits only, at most {LEARNER_MAX} of them, such as alice07")
+    return name
+
+
 def _setting(variable: str, parse: Parse, default: Any = None) -> Any:
     """A field of Settings, read from ``variable`` with ``parse`` when it is set (not blank)."""
     return field(default=default, metadata={"variable": variable, "parse": parse})
@@ -111,6 +122,9 @@ class Settings:
     """fleetlab's own folder (progress, the fidelity cache); None: each reader's default."""
     fidelity_cache: Path | None = _setting("FLEETLAB_FIDELITY_CACHE", _folder)
     """A folder for the fidelity tables shared by many kernels; None: ``home``."""
+    learner: str | None = _setting("FLEETLAB_LEARNER", _learner)
+    """Whose resources these are (a JupyterHub room sets the hub user): every resource prefix starts
+    ``fl-<learner>-``; None: no learner in the prefix."""
     expect_checks: str | None = _setting("FLEETLAB_EXPECT_CHECKS", _expectation)
     """``pass`` or ``not yet``: what every ``check()`` must say (a CI run of the notebooks); None: anything."""
     localstack_endpoint: str = _setting("LOCALSTACK_ENDPOINT", _url, "http://localhost:4566")
