@@ -171,7 +171,8 @@ def test_course_total_adds_the_solution_labs_and_their_share_of_grading():
         {"notebook": "labs/solutions/01_at_least_once.ipynb", "wall_seconds": 15.0},
         {"notebook": "labs/00_orientation.ipynb", "wall_seconds": 9.0},
     ]}
-    grade = {"name": "grade", "error": "", "wall_seconds": 40.0, "notebooks": 4, "distinct_notebooks": 2}
+    grade = {"name": "grade", "error": "", "wall_seconds": 40.0, "notebooks": 8, "distinct_notebooks": 4,
+             "solution_notebooks": 2}  # 2 solutions and 2 student notebooks, each graded twice: 5 s each
     (total,) = course_total([labs, grade])
-    assert total["rows"][0]["value"] == 10.0 + 15.0 + 40.0 * 2 / 4
+    assert total["rows"][0]["value"] == 10.0 + 15.0 + 40.0 * 2 / 8
     assert course_total([labs, {**grade, "error": "boom"}]) == []

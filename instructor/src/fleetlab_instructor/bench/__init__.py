@@ -16,7 +16,7 @@ its details; they compose in ``run`` and each can be called alone:
                     the wall time of a simulated fleet day
 ``demo``            wall time of ``fleetlab demo`` per backend
 ``labs``            headless run time of every lab notebook (the grader's kernel runner)
-``grade``           ``fleetlab grade`` throughput over the solution notebooks
+``grade``           ``fleetlab grade`` throughput over the solution and student notebooks
 =================== ===========================================================
 
 measure → report:

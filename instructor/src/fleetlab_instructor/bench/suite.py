@@ -96,14 +96,15 @@ def course_total(results: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """The whole course plus grading its solutions, derived from the labs and grade measurements.
 
     Every instructor notebook once, headless, plus the grader's wall time per
-    distinct solution notebook. Empty unless both measurements ran cleanly.
+    notebook times the solution notebooks it graded. Empty unless both
+    measurements ran cleanly.
     """
     labs = next((r for r in results if r.get("name") == "labs" and not r.get("error")), None)
     grade = next((r for r in results if r.get("name") == "grade" and not r.get("error")), None)
     if labs is None or grade is None:
         return []
     solutions = [run["wall_seconds"] for run in labs["runs"] if run["notebook"].startswith("labs/solutions/")]
-    grading = grade["wall_seconds"] * grade["distinct_notebooks"] / grade["notebooks"]
+    grading = grade["wall_seconds"] * grade["solution_notebooks"] / grade["notebooks"]
     total = sum(solutions) + grading
     return [{"name": "course", "backend": "moto", "error": "", "rows": [
         row(f"whole course ({len(solutions)} labs) + grading the solutions", "moto", total, "s",
