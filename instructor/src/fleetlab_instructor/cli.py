@@ -21,6 +21,7 @@ from fleetlab.cli.output import stdout_console
 from fleetlab.core.errors import InvalidInput
 from fleetlab_instructor.bench.suite import DEFAULT_BACKENDS, DEFAULT_OUT, MEASUREMENTS
 from fleetlab_instructor.bench.suite import run as run_suite
+from fleetlab_instructor.grading.grade import DEFAULT_WORKERS
 from fleetlab_instructor.grading.submissions import ALL, Shard, parse_shard
 
 PATH = click.Path(path_type=Path)
@@ -117,7 +118,8 @@ def release(out: Path, course: Path, force: bool) -> int:
 @click.option("--cell-timeout", type=POSITIVE_FLOAT, default=60, help="seconds per cell (default 60)")
 @click.option("--notebook-timeout", type=POSITIVE_FLOAT, default=300, help="seconds per notebook (default 300)")
 @click.option("--grading-timeout", type=POSITIVE_FLOAT, default=60, help="seconds for the hidden cases (default 60)")
-@click.option("--workers", type=POSITIVE_INT, default=2, help="notebooks graded at once (default 2)")
+@click.option("--workers", type=POSITIVE_INT, default=DEFAULT_WORKERS,
+              help=f"notebooks graded at once (default {DEFAULT_WORKERS})")
 def grade(paths: tuple[Path, ...], out: Path, feedback: Path, report: Path | None, shard: Shard, cell_timeout: float,
           notebook_timeout: float, grading_timeout: float, workers: int) -> int:
     from fleetlab_instructor.grading import gradebook

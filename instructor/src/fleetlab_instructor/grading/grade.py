@@ -38,6 +38,8 @@ from fleetlab_instructor.grading.submissions import lab_of
 CHECK_CALL = re.compile(r"""\bcheck\(\s*["'](\d\d\.[a-z0-9][a-z0-9_-]*)["']""")
 SCORED = (CheckStatus.PASS, CheckStatus.FAIL)  # a fail keeps the points of the cases it passed
 _ERROR_CHARS = 160
+DEFAULT_WORKERS = 2
+"""Notebooks graded at once: each kernel is CPU-bound, so two keep a two-core machine busy."""
 
 
 @dataclass(frozen=True)
@@ -217,7 +219,7 @@ def grade_notebooks(
     paths: Sequence[Path],
     *,
     limits: Limits = Limits(),
-    workers: int = 2,
+    workers: int = DEFAULT_WORKERS,
     grader_env: Mapping[str, str],
     on_graded: Callable[[GradeRow], None] = lambda row: None,
 ) -> list[GradeRow]:
