@@ -24,6 +24,7 @@ orchestrator (Step Functions callbacks) is not on the day's path.
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -34,7 +35,7 @@ from fleetlab.composition.chaos.calls import CallCounter
 from fleetlab.composition.chaos.config import FleetConfig
 from fleetlab.composition.chaos.schedule import AGENT_CLASSES, ChaosSchedule
 from fleetlab.composition.chaos.scoreboard import Budgets, Scoreboard
-from fleetlab.composition.chaos.scoring import score
+from fleetlab.composition.chaos.scoring import DayRecord, score
 from fleetlab.composition.pipeline import Fleet
 from fleetlab.composition.topology import AgentClass, Topology, TopologySpec, new_prefix, provision
 from fleetlab.core.clock import Clock
@@ -135,7 +136,7 @@ class _Day:
         self.published_at: dict[str, float] = {}
         self.last_published = self.start
         self.unreceived: set[str] = set()
-        self.replayed = 0
+        self.replayed_traces: list[str] = []
         self.replicas_peak = 0
         self.calls = CallCounter(backend)
 
@@ -169,7 +170,7 @@ class _Day:
                 progress(stop, self.schedule.steps)
         cutoff = self.last_published - self.schedule.replay_seconds
         replay = [e for e in envelopes if self.published_at[e.trace_id] >= cutoff]
-        self.replayed = len(replay)
+        self.replayed_traces = [e.trace_id for e in replay]
         for start in range(0, len(replay), self.schedule.chunk):
             self._publish(replay[start:start + self.schedule.chunk])
             self._settle()
@@ -228,14 +229,34 @@ class _Day:
         self.unreceived.difference_update(outcome.trace_id for outcome in outcomes)
 
     def standby_poll(self) -> None:
-        """One receive by the standby replica (skipped while it is already handling one)."""
+        """One receive by the standby replica (skipped while it is already handling one).
+
+        It runs on a thread of its own, joined at once: on the virtual clock a
+        thread's sleeps fire only its own timers, so the held step's heartbeat
+        (and a crash in it) stays with the held step instead of firing inside
+        the standby's step.
+        """
         if self._standby_busy:
             return
         self._standby_busy = True
+        handled: list[HandleOutcome] = []
+        failed: list[BaseException] = []
+
+        def poll() -> None:
+            try:
+                handled.extend(self.standby.poll_once(MESSAGES_PER_RECEIVE, wait_seconds=0))
+            except BaseException as error:  # handed to the caller's thread below
+                failed.append(error)
+
         try:
-            self._record(self.standby.poll_once(MESSAGES_PER_RECEIVE, wait_seconds=0))
+            thread = threading.Thread(target=poll, name="chaos-day-standby")
+            thread.start()
+            thread.join()
         finally:
             self._standby_busy = False
+        if failed:
+            raise failed[0]
+        self._record(handled)
 
     def pay(self, tokens: int) -> None:
         """Take ``tokens`` from the allowance, waiting for the next window while the governor refuses."""
@@ -260,4 +281,9 @@ class _Day:
         """Read the ledger, the traces and the DLQs into the scoreboard."""
         parked = {record.trace_id: record.error_code for queue in self.topology.queues.values()
                   for record in dlq.parked(self.backend, queue.dlq_url)}
-        return score(self, parked, budgets, run_seconds=run_seconds)
+        record = DayRecord(
+            schedule=self.schedule, config=self.config, tracer=self.fleet.tracer, ledger=self.fleet.ledger,
+            router=self.router, calls=self.calls, spend_by_window=self.spend_by_window, parked=parked,
+            replayed_traces=tuple(self.replayed_traces), replicas_peak=self.replicas_peak,
+            virtual_seconds=self.clock.now() - self.start)
+        return score(record, budgets, run_seconds=run_seconds)

@@ -89,6 +89,8 @@ class Scoreboard:
     crashes: Mapping[str, int] = field(default_factory=dict)
     diagnoses: Mapping[str, int] = field(default_factory=dict)
     calls_by_operation: Mapping[str, int] = field(default_factory=dict)
+    replayed: frozenset[str] = frozenset()
+    """The traces the replay published again."""
     replicas_peak: int = 0
     router: Mapping[str, int] = field(default_factory=dict)
 
@@ -112,7 +114,7 @@ class Scoreboard:
         """Everything but wall time: two days with the same seed and config give equal values."""
         counts = {name: value for name, value in vars(self.counts).items() if name != "run_seconds"}
         return (self.invariants, self.budgets, counts, dict(self.crashes), dict(self.diagnoses),
-                dict(self.calls_by_operation), self.replicas_peak, dict(self.router))
+                dict(self.calls_by_operation), self.replayed, self.replicas_peak, dict(self.router))
 
     def table(self) -> Group:
         """The scoreboard as rich tables: the results, then the counts."""

@@ -4,28 +4,48 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Collection, Mapping
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
+from fleetlab.composition.chaos.calls import CallCounter
+from fleetlab.composition.chaos.config import FleetConfig
+from fleetlab.composition.chaos.schedule import ChaosSchedule
 from fleetlab.composition.chaos.scoreboard import Budgets, Counts, Result, Scoreboard
-from fleetlab.core.tracing import Hop
+from fleetlab.core.ledger import EffectsLedger
+from fleetlab.core.tracing import Hop, Tracer
+from fleetlab.services.agents.router import Router
 from fleetlab.services.sqs.dlq import NO_DIAGNOSIS
-
-if TYPE_CHECKING:
-    from fleetlab.composition.chaos.day import _Day
 
 ANSWERED = ("completed", "duplicate_suppressed")
 
 
-def score(day: _Day, parked: Mapping[str, str], budgets: Budgets, *, run_seconds: float) -> Scoreboard:
-    """The scoreboard of ``day``; ``parked`` maps each trace found in a DLQ to its diagnosis's error code."""
+@dataclass(frozen=True)
+class DayRecord:
+    """What a finished day left to read: its records, and ``parked`` (each trace in a DLQ: its error code)."""
+
+    schedule: ChaosSchedule
+    config: FleetConfig
+    tracer: Tracer
+    ledger: EffectsLedger
+    router: Router
+    calls: CallCounter
+    spend_by_window: Mapping[float, int]
+    parked: Mapping[str, str]
+    replayed_traces: tuple[str, ...]
+    replicas_peak: int
+    virtual_seconds: float
+
+
+def score(day: DayRecord, budgets: Budgets, *, run_seconds: float) -> Scoreboard:
+    """The scoreboard of ``day``, judged against ``budgets``."""
+    parked = day.parked
     schedule = day.schedule
     accepted = schedule.trace_ids
     healthy = [trace for trace in accepted if trace not in schedule.poison]
-    timelines = {trace: day.fleet.tracer.timeline(trace) for trace in accepted}
-    took_effect = {effect.key for effect in day.fleet.ledger.effects()}
+    timelines = {trace: day.tracer.timeline(trace) for trace in accepted}
+    took_effect = {effect.key for effect in day.ledger.effects()}
     lost = [trace for trace in healthy if trace not in took_effect]
     stranded = [trace for trace in lost if trace in parked]
-    summary = day.fleet.ledger.summary(expected=set(healthy))
+    summary = day.ledger.summary(expected=set(healthy))
     hung = [trace for trace in accepted if not _answered(timelines[trace])]
     traced = [trace for trace in accepted if _one_trace(timelines[trace])]
     spend = sum(day.spend_by_window.values())
@@ -33,8 +53,8 @@ def score(day: _Day, parked: Mapping[str, str], budgets: Budgets, *, run_seconds
     counts = Counts(
         accepted=len(accepted), completed=len(took_effect), lost=len(lost), stranded=len(stranded),
         duplicated=summary.duplicated, parked=len(parked), hung=len(hung), traced=len(traced), spend=spend,
-        api_calls=day.calls.total, dynamodb_writes=day.calls.dynamodb_writes, replayed=day.replayed,
-        run_seconds=run_seconds, virtual_seconds=day.clock.now() - day.start,
+        api_calls=day.calls.total, dynamodb_writes=day.calls.dynamodb_writes, replayed=len(day.replayed_traces),
+        run_seconds=run_seconds, virtual_seconds=day.virtual_seconds,
     )
     poison_parked = [trace for trace in schedule.poison if parked.get(trace, NO_DIAGNOSIS) != NO_DIAGNOSIS]
     poison_done = [trace for trace in schedule.poison if trace in took_effect]
@@ -43,7 +63,7 @@ def score(day: _Day, parked: Mapping[str, str], budgets: Budgets, *, run_seconds
                f"{len(lost)} of {len(healthy):,} healthy steps never took effect ({len(stranded)} of them parked)"
                + _some(lost)),
         Result("no duplicate effect", summary.duplicated == 0,
-               f"{summary.duplicated} extra effects over {summary.effects:,}" + _some(day.fleet.ledger.duplicates())),
+               f"{summary.duplicated} extra effects over {summary.effects:,}" + _some(day.ledger.duplicates())),
         Result("every poison message parked with its diagnosis",
                len(poison_parked) == len(schedule.poison) and not poison_done,
                f"{len(poison_parked)} of {len(schedule.poison)} parked with a diagnosis, {len(poison_done)} took effect"),
@@ -72,7 +92,7 @@ def score(day: _Day, parked: Mapping[str, str], budgets: Budgets, *, run_seconds
         schedule=schedule, config=day.config, invariants=invariants, budgets=budget_results, counts=counts,
         crashes=dict(Counter(str(hop.attrs["point"]) for hop in hops if hop.name == "crashed")),
         diagnoses=dict(Counter(parked.values())), calls_by_operation=dict(day.calls.counts),
-        replicas_peak=day.replicas_peak,
+        replayed=frozenset(day.replayed_traces), replicas_peak=day.replicas_peak,
         router={"calls": tally.calls, "fallbacks": tally.fallbacks, "retries": tally.retries,
                 "cooldowns": tally.cooldowns, **{f"served by {name}": n for name, n in tally.served_by.items()}},
     )
