@@ -51,8 +51,8 @@ class FleetConfig:
     num_retries: int = 2
     allowed_fails: int = 2
     cooldown: float = 60.0
-    quota_tokens: int = 400_000
-    quota_window: float = 60.0
+    quota_tokens: int = 1_000_000
+    quota_window: float = 3_600.0
     batch_tokens: int = 10_000
     headroom: float = 0.1
 

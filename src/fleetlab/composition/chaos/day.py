@@ -8,9 +8,10 @@ from the token governor through an allowance. Work is fed a chunk at a time
 (the burst at once), and each batch is worked until it settles: in rounds
 where each queue gets as many receives as the autoscaler's replicas
 (KEDA's formula on the backlog), the virtual clock moving one visibility
-timeout when a round finds nothing. While the slow step runs, a standby
-replica keeps polling its queue, so a step that outlives its visibility
-timeout is handed to a second worker as on a real fleet. At the end the
+timeout when a round finds nothing. While a held step runs (the slow
+one, the heartbeat crash's), a standby replica per queue keeps polling, so a step that outlives its visibility
+timeout is handed to a second worker as on a real fleet (and so is a
+received step still waiting its turn behind it). At the end the
 last hour's events are published again (the replay).
 
 What this day does not do yet (said on purpose): the replicas bound how
@@ -42,14 +43,13 @@ from fleetlab.core.clock import Clock
 from fleetlab.services.agents.model import FakeModel, ModelResult
 from fleetlab.services.agents.router import ModelGroup, Router, RouterSettings
 from fleetlab.services.events.envelope import Envelope
-from fleetlab.services.sqs import dlq
+from fleetlab.services.sqs import dlq, messages
 from fleetlab.services.sqs.delivery import Delivery
 from fleetlab.services.sqs.worker import HandleOutcome, Outcome, QueueWorker
 from fleetlab.services.state.governor import Allowance, Quota, TokenGovernor
 from fleetlab.services.state.idempotency import IdempotencyStore
 from fleetlab.services.state.responses import ResponseStore
 
-IDLE_ROUNDS = 4  # rounds that find nothing (each moving the clock a visibility timeout) before a batch is left
 MAX_ROUNDS_PER_BATCH = 5_000
 MESSAGES_PER_RECEIVE = 10
 STANDBY_POLL_SECONDS = 30.0
@@ -109,6 +109,7 @@ class _Day:
     def __init__(self, backend: Backend, topology: Topology, config: FleetConfig, schedule: ChaosSchedule) -> None:
         self.backend, self.topology, self.config, self.schedule = backend, topology, config, schedule
         self.clock = backend.clock
+        self.clock.sleep(-self.clock.now() % config.quota_window)  # start on a quota window: the same seed, the same day
         self.start = self.clock.now()
         self.router = Router(self._router_settings())
         dynamodb = backend.client("dynamodb")
@@ -123,9 +124,8 @@ class _Day:
         self.fleet.store = IdempotencyStore(dynamodb, topology.table_name, self.clock,
                                             lease_seconds=config.visibility_timeout,
                                             window_seconds=config.idempotency_window)
-        slow_class = self._envelope(schedule.trace_ids.index(schedule.slow_trace)).agent_class
-        self.standby = self.fleet.worker(slow_class, name=f"{slow_class}-standby")
-        for worker in (*self.fleet.workers.values(), self.standby):
+        self.standbys = [self.fleet.worker(name, name=f"{name}-standby") for name in topology.queues]
+        for worker in (*self.fleet.workers.values(), *self.standbys):
             worker.heartbeat_every = config.heartbeat_seconds
             if not config.idempotency:
                 worker.handler = self._naive_step
@@ -185,21 +185,21 @@ class _Day:
             self.unreceived.add(envelope.trace_id)
 
     def _settle(self) -> None:
-        """Work the queues in autoscaled rounds until every published message finished, or nothing comes back."""
-        idle = 0
+        """Work the queues in autoscaled rounds until no work queue holds a message.
+
+        A round that finds nothing waits for what was published and not yet
+        delivered (in real time), else moves the clock one visibility timeout
+        while a queue still holds messages in flight (a crashed step comes back).
+        """
         for _ in range(MAX_ROUNDS_PER_BATCH):
-            waiting = max(self.published - self.finished, 0)
-            replicas = self._replicas(waiting)
+            replicas = self._replicas(max(self.published - self.finished, 0))
             if self._round(replicas):
-                idle = 0
                 continue
             if self.unreceived:  # the bus delivers after PutEvents returns on some backends: wait, in real time
                 self.clock.wait_until(lambda: self._round(replicas), timeout=DELIVERY_TIMEOUT, interval=0.02,
                                       what=f"chaos day: {len(self.unreceived)} steps published, never received")
-                idle = 0
                 continue
-            idle += 1
-            if waiting == 0 or idle > IDLE_ROUNDS:
+            if not any(messages.held(self.backend, queue.url) for queue in self.topology.queues.values()):
                 return
             self.clock.sleep(self.config.visibility_timeout + 1)
 
@@ -207,7 +207,7 @@ class _Day:
         """KEDA's count: one replica per ``backlog_per_replica`` waiting, within min..max (one at least for work)."""
         config = self.config
         wanted = math.ceil(waiting / config.backlog_per_replica)
-        replicas = min(max(wanted, config.min_replicas, 1 if waiting else 0), config.max_replicas)
+        replicas = max(min(max(wanted, config.min_replicas), config.max_replicas), 1)
         self.replicas_peak = max(self.replicas_peak, replicas)
         return replicas
 
@@ -229,7 +229,7 @@ class _Day:
         self.unreceived.difference_update(outcome.trace_id for outcome in outcomes)
 
     def standby_poll(self) -> None:
-        """One receive by the standby replica (skipped while it is already handling one).
+        """One receive by each queue's standby replica (skipped while they are already handling one).
 
         It runs on a thread of its own, joined at once: on the virtual clock a
         thread's sleeps fire only its own timers, so the held step's heartbeat
@@ -244,7 +244,8 @@ class _Day:
 
         def poll() -> None:
             try:
-                handled.extend(self.standby.poll_once(MESSAGES_PER_RECEIVE, wait_seconds=0))
+                for standby in self.standbys:
+                    handled.extend(standby.poll_once(MESSAGES_PER_RECEIVE, wait_seconds=0))
             except BaseException as error:  # handed to the caller's thread below
                 failed.append(error)
 

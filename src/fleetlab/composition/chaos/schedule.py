@@ -68,7 +68,7 @@ class ChaosSchedule:
     def draw(cls, seed: int, steps: int = 1_000, *, chunk: int = 50, steps_per_conversation: int = 5,
              crash_rate: float = 0.03, poison: int = 5, slow_seconds: float = 2_700.0,
              heartbeat_step_seconds: float = 600.0,
-             transient_failure_rate: float = 0.02, outage_seconds: float = 1_800.0, burst: int = 200,
+             transient_failure_rate: float = 0.02, outage_seconds: float = 7_200.0, burst: int = 200,
              replay_seconds: float = 3_600.0) -> ChaosSchedule:
         """The day of ``seed``: the same arguments give the same schedule. InvalidInput names a bad argument."""
         _check("steps", steps, MIN_STEPS, 10**6)
