@@ -34,7 +34,7 @@ from typing import Any
 from fleetlab.backends.backend import Backend
 from fleetlab.composition.chaos.calls import CallCounter
 from fleetlab.composition.chaos.config import FleetConfig
-from fleetlab.composition.chaos.schedule import AGENT_CLASSES, ChaosSchedule
+from fleetlab.composition.chaos.schedule import AGENT_CLASSES, ChaosSchedule, trace_id
 from fleetlab.composition.chaos.scoreboard import Budgets, Scoreboard
 from fleetlab.composition.chaos.scoring import DayRecord, score
 from fleetlab.composition.pipeline import Fleet
@@ -45,7 +45,7 @@ from fleetlab.services.agents.router import ModelGroup, Router, RouterSettings
 from fleetlab.services.events.envelope import Envelope
 from fleetlab.services.sqs import dlq, messages
 from fleetlab.services.sqs.delivery import Delivery
-from fleetlab.services.sqs.worker import HandleOutcome, Outcome, QueueWorker
+from fleetlab.services.sqs.worker import HandleOutcome, Outcome
 from fleetlab.services.state.governor import Allowance, Quota, TokenGovernor
 from fleetlab.services.state.idempotency import IdempotencyStore
 from fleetlab.services.state.responses import ResponseStore
@@ -109,7 +109,7 @@ class _Day:
     def __init__(self, backend: Backend, topology: Topology, config: FleetConfig, schedule: ChaosSchedule) -> None:
         self.backend, self.topology, self.config, self.schedule = backend, topology, config, schedule
         self.clock = backend.clock
-        self.clock.sleep(-self.clock.now() % config.quota_window)  # start on a quota window: the same seed, the same day
+        self.clock.sleep(-self.clock.now() % config.quota_window)  # start on a quota window, as every day does
         self.start = self.clock.now()
         self.router = Router(self._router_settings())
         dynamodb = backend.client("dynamodb")
@@ -118,7 +118,8 @@ class _Day:
         self.allowance = Allowance(self.governor, batch=config.batch_tokens)
         self.spend_by_window: Counter[float] = Counter()
         responses = ResponseStore(dynamodb, topology.table_name, self.clock)
-        self.fleet = Fleet(backend, topology, model=_ChaosModel(self), faults=schedule.fault_plan(),  # type: ignore[arg-type]
+        model: Any = _ChaosModel(self)  # FakeModel's invoke, duck-typed (as the router's is)
+        self.fleet = Fleet(backend, topology, model=model, faults=schedule.fault_plan(),
                            heartbeat=config.heartbeat_seconds is not None, responses=responses,
                            last_attempt=config.park_with_diagnosis)
         self.fleet.store = IdempotencyStore(dynamodb, topology.table_name, self.clock,
@@ -143,20 +144,21 @@ class _Day:
     def _router_settings(self) -> RouterSettings:
         config, schedule = self.config, self.schedule
         down_from = self.start + schedule.outage_start
-        common = {"seed": schedule.seed, "transient_failure_rate": schedule.transient_failure_rate,
-                  "poison": schedule.poison}
+        def deployment(name: str, *, down_from: float = 0.0, down_until: float = 0.0) -> FakeModel:
+            return FakeModel(seed=schedule.seed, transient_failure_rate=schedule.transient_failure_rate,
+                             poison=schedule.poison, name=name, down_from=down_from, down_until=down_until)
+
         primary = ModelGroup("primary", tuple(
-            FakeModel(name=f"primary-{n}", down_from=down_from, down_until=down_from + schedule.outage_seconds,
-                      **common)  # type: ignore[arg-type]
+            deployment(f"primary-{n}", down_from=down_from, down_until=down_from + schedule.outage_seconds)
             for n in range(config.primary_deployments)))
-        fallback = ModelGroup("fallback", (FakeModel(name="fallback-0", **common),))  # type: ignore[arg-type]
+        fallback = ModelGroup("fallback", (deployment("fallback-0"),))
         return RouterSettings(groups=(primary, fallback), primary="primary",
                               fallbacks={"primary": "fallback"} if config.fallback else {},
                               num_retries=config.num_retries, allowed_fails=config.allowed_fails,
                               cooldown=config.cooldown, seed=schedule.seed)
 
     def _envelope(self, index: int) -> Envelope:
-        trace = self.schedule.trace_ids[index]
+        trace = trace_id(index, self.schedule.steps_per_conversation)
         conversation, step = trace.removeprefix("conv-").split("-step-")
         return Envelope(trace, f"conv-{conversation}", int(step), AGENT_CLASSES[index % len(AGENT_CLASSES)])
 

@@ -91,7 +91,8 @@ class ChaosSchedule:
         day_estimate = steps * 60.0  # virtual seconds: a step takes a minute or more
         return cls(
             seed=seed, steps=steps, chunk=chunk, steps_per_conversation=steps_per_conversation,
-            crash_rate=crash_rate, crashes=crashes, heartbeat_step_seconds=heartbeat_step_seconds, slow_trace=names[len(CrashPoint)], slow_seconds=slow_seconds,
+            crash_rate=crash_rate, crashes=crashes, heartbeat_step_seconds=heartbeat_step_seconds,
+            slow_trace=names[len(CrashPoint)], slow_seconds=slow_seconds,
             poison=frozenset(names[len(CrashPoint) + 1:]), transient_failure_rate=transient_failure_rate,
             outage_start=round(rng.uniform(0.1, 0.5) * day_estimate), outage_seconds=outage_seconds,
             burst_at=rng.randrange(steps // 4, steps // 2) // chunk * chunk, burst=burst,

@@ -71,7 +71,7 @@ def score(day: DayRecord, budgets: Budgets, *, run_seconds: float) -> Scoreboard
                + _some(hung)),
         Result("every step on one trace", len(traced) == len(accepted),
                f"{len(traced):,} of {len(accepted):,} traces run from the bus to the delete" +
-               _some([t for t in accepted if t not in set(traced)])),
+               _some(sorted(set(accepted) - set(traced)))),
         Result("spend within the quota", peak_window <= day.config.quota_tokens,
                f"peak {peak_window:,} of {day.config.quota_tokens:,} tokens in a {day.config.quota_window:g} s window"),
     )
