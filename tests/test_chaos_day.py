@@ -31,7 +31,7 @@ def small_day(moto) -> Scoreboard:
 
 
 def small_schedule() -> ChaosSchedule:
-    return ChaosSchedule.draw(SEED, SMALL, burst=100)
+    return ChaosSchedule.draw(SEED, SMALL)  # its burst: half the day, 100 steps
 
 
 def assert_every_invariant_held(board: Scoreboard) -> None:

@@ -25,6 +25,7 @@ from fleetlab.core.rendering import plain_text
 
 AGENT_CLASSES = ("researcher", "coder")
 MIN_STEPS = 20  # room for the sure crashes, the slow step, the poison and a burst on distinct steps
+DEFAULT_BURST = 200
 TOKENS_PER_CALL = (200, 1_200)  # a model call's tokens, drawn per (trace, attempt)
 
 
@@ -68,10 +69,14 @@ class ChaosSchedule:
     def draw(cls, seed: int, steps: int = 1_000, *, chunk: int = 50, steps_per_conversation: int = 5,
              crash_rate: float = 0.03, poison: int = 5, slow_seconds: float = 2_700.0,
              heartbeat_step_seconds: float = 600.0,
-             transient_failure_rate: float = 0.02, outage_seconds: float = 7_200.0, burst: int = 200,
+             transient_failure_rate: float = 0.02, outage_seconds: float = 7_200.0, burst: int | None = None,
              replay_seconds: float = 3_600.0) -> ChaosSchedule:
-        """The day of ``seed``: the same arguments give the same schedule. InvalidInput names a bad argument."""
+        """The day of ``seed``: the same arguments give the same schedule. InvalidInput names a bad argument.
+
+        ``burst`` defaults to 200 steps, or half the day when that is less.
+        """
         _check("steps", steps, MIN_STEPS, 10**6)
+        burst = min(DEFAULT_BURST, steps // 2) if burst is None else burst
         _check("chunk", chunk, 1, 1_000)
         _check("steps_per_conversation", steps_per_conversation, 1, 100)
         _check("poison", poison, 0, steps // 4)
