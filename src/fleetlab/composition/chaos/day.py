@@ -5,14 +5,15 @@ DLQs -> idempotent workers, answering callers through a response store),
 with a router in front of the fake model (a primary group with the
 schedule's outage window, a fallback group) and every model call paid for
 from the token governor through an allowance. Work is fed a chunk at a time
-(the burst at once), and each batch is worked until it settles: in rounds
-where each queue gets as many receives as the autoscaler's replicas
-(KEDA's formula on the backlog), the virtual clock moving one visibility
-timeout when a round finds nothing. While a held step runs (the slow
-one, the heartbeat crash's), a standby replica per queue keeps polling, so a step that outlives its visibility
-timeout is handed to a second worker as on a real fleet (and so is a
-received step still waiting its turn behind it). At the end the
-last hour's events are published again (the replay).
+(the burst at once), and each batch is worked until no work queue holds a
+message: in rounds where each queue gets as many receives as the
+autoscaler's replicas (KEDA's formula on the backlog), the virtual clock
+moving one visibility timeout when a round finds nothing. While a held
+step runs (the slow one, the heartbeat crash's), a standby replica per
+queue keeps polling, so a step that outlives its visibility timeout is
+taken over by a second worker as on a real fleet (and so is a received step
+still waiting its turn behind it). At the end, the events published in the
+hour before the last batch are published again (the replay).
 
 What this day does not do yet (said on purpose): the replicas bound how
 many messages a round takes, but the steps of a round run one after
