@@ -176,3 +176,12 @@ def test_course_total_adds_the_solution_labs_and_their_share_of_grading():
     (total,) = course_total([labs, grade])
     assert total["rows"][0]["value"] == 10.0 + 15.0 + 40.0 * 2 / 8
     assert course_total([labs, {**grade, "error": "boom"}]) == []
+
+
+def test_the_chaos_day_bench_reports_its_counts_and_holds_every_invariant():
+    result = bench.chaos_day("moto", steps=40)
+    assert result["measured"] is True and result["error"] == "" and result["wall_seconds"] > 0
+    figures = result["figures"]
+    assert figures["accepted"] == 40 and figures["lost"] == figures["duplicated"] == figures["hung"] == 0
+    assert figures["parked"] == 5 and figures["traced"] == 40 and figures["api_calls_per_step"] > 0
+    assert result["rows"][0]["goal"] == "" and result["rows"][0]["met"] is None  # the 60 s goal is for 10,000 steps

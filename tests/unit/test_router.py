@@ -294,3 +294,15 @@ def test_a_callers_attempt_counts_from_one(clock):
     with pytest.raises(InvalidInput) as refused:
         Router(settings()).route("t-1", clock, attempt=0)
     assert refused.value.field == "attempt"
+
+
+def test_an_outage_window_throttles_only_the_calls_made_inside_it(clock):
+    start = clock.now()
+    model = FakeModel(seed=SEED, name="m", latency=QUICK, down_from=start + 10, down_until=start + 20)
+    model.invoke("t", 1, clock)  # before the window: served
+    clock.sleep(10 - (clock.now() - start))
+    with pytest.raises(ModelError) as down:
+        model.invoke("t", 2, clock)
+    assert down.value.transient
+    clock.sleep(20 - (clock.now() - start))
+    assert model.invoke("t", 3, clock).text == "answer for t"

@@ -4,10 +4,21 @@
 ``pipeline`` (the fleet), ``requests`` (request and response over queues),
 ``scaling`` (KEDA, the HPA and the fleet model), ``admission`` (the dispatcher
 that takes work only when the token governor can pay for it), ``concurrency``
-(AIMD) and ``cost``. The names below are the public surface a lab imports.
+(AIMD), ``cost`` and ``chaos`` (the chaos day: a fleet configuration, a seeded
+schedule of faults, and the scoreboard of invariants and budgets). The names below are the public surface a lab imports.
 """
 
 from fleetlab.composition.admission import Dispatcher
+from fleetlab.composition.chaos import (
+    INVARIANTS,
+    Budgets,
+    ChaosSchedule,
+    Counts,
+    FleetConfig,
+    Result,
+    Scoreboard,
+    run_chaos_day,
+)
 from fleetlab.composition.concurrency import AdaptiveConcurrency
 from fleetlab.composition.pipeline import Fleet
 from fleetlab.composition.requests import (
@@ -35,12 +46,17 @@ from fleetlab.composition.topology import (
 )
 
 __all__ = [
+    "INVARIANTS",
     "IN_FLIGHT_CAP",
     "AdaptiveConcurrency",
     "AgentClass",
     "AgentRunner",
+    "Budgets",
+    "ChaosSchedule",
+    "Counts",
     "Dispatcher",
     "Fleet",
+    "FleetConfig",
     "Pods",
     "QueueAttributes",
     "Reply",
@@ -49,6 +65,8 @@ __all__ = [
     "RequestReply",
     "RequestStatus",
     "ResponseHandler",
+    "Result",
+    "Scoreboard",
     "TopologySpec",
     "Workload",
     "add_unrouted",
@@ -61,6 +79,7 @@ __all__ = [
     "new_prefix",
     "parse_scaled_object",
     "request_queues",
+    "run_chaos_day",
     "scaled_object",
     "simulate",
     "size",

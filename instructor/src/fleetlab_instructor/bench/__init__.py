@@ -15,6 +15,8 @@ its details; they compose in ``run`` and each can be called alone:
                     slice with realistic step latency (virtual clock), and
                     the wall time of a simulated fleet day
 ``demo``            wall time of ``fleetlab demo`` per backend
+``chaos``           a 10,000-step seeded chaos day on moto: lost, duplicated,
+                    parked, hung, traced, spend, API calls per step, run time
 ``labs``            headless run time of every lab notebook (the grader's kernel runner)
 ``grade``           ``fleetlab grade`` throughput over the solution and student notebooks
 =================== ===========================================================
@@ -26,6 +28,7 @@ measure → report:
   and the demo's wall time.
 * ``overhead``: the library vs raw boto3, side by side, with the botocore
   call counter and the raw step.
+* ``chaos``: the chaos day (``fleetlab.composition.run_chaos_day``) at bench scale.
 * ``notebooks``: lab run times (``grading.executor.NotebookKernel``, timed per cell) and grading
   throughput.
 * ``scaffold``: what the backend measurements stand on: a backend with a
@@ -40,6 +43,7 @@ Goals come from the course's Targets table; a missed goal is reported, it
 does not fail the command.
 """
 
+from fleetlab_instructor.bench.chaos import chaos_day
 from fleetlab_instructor.bench.notebooks import grade_throughput, lab_goal, lab_run_times
 from fleetlab_instructor.bench.overhead import CallCounter, library_overhead, overhead_body, raw_step, send_bodies
 from fleetlab_instructor.bench.scaffold import provisioned
@@ -54,6 +58,7 @@ from fleetlab_instructor.bench.throughput import (
 __all__ = [
     "MEASUREMENTS",
     "CallCounter",
+    "chaos_day",
     "course_total",
     "demo_wall_time",
     "grade_throughput",

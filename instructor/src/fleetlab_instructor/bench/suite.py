@@ -11,6 +11,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from fleetlab_instructor.bench.chaos import chaos_day
 from fleetlab_instructor.bench.notebooks import grade_throughput, lab_run_times
 from fleetlab_instructor.bench.overhead import library_overhead
 from fleetlab_instructor.bench.report import machine_info, results_document, results_table, row, save
@@ -21,7 +22,7 @@ from fleetlab_instructor.bench.throughput import (
     virtual_clock_ratio,
 )
 
-MEASUREMENTS = ("pipeline", "overhead", "clock", "demo", "labs", "grade")
+MEASUREMENTS = ("pipeline", "overhead", "clock", "demo", "chaos", "labs", "grade")
 DEFAULT_BACKENDS = ("moto", "moto-server")
 DEFAULT_OUT = Path("bench/results.json")
 COURSE_GOAL = 180.0  # seconds: every lab headless plus grading the solutions, 2 cores
@@ -85,6 +86,8 @@ def measurement_plan(
             plan.append((f"demo on {name}", lambda name=name: demo_wall_time(name)))
     if "clock" in only:
         plan.append(("simulated fleet day", simulated_fleet_day))
+    if "chaos" in only:
+        plan.append(("chaos day on moto", chaos_day))
     if "labs" in only:
         plan.append(("lab notebooks", lab_run_times))
     if "grade" in only:

@@ -65,7 +65,7 @@ class FakeModel:
     ``transient_failure_rate`` fails a call with a retryable error;
     ``poison`` names trace ids whose every call fails permanently;
     ``down_until`` (a time on the clock) throttles every call made before
-    it, as a provider outage does; ``outage`` makes the deployment hard-down:
+    it (and from ``down_from`` on: an outage window), as a provider outage does; ``outage`` makes the deployment hard-down:
     every call fails at once, with a ``"transient"`` error (a 5xx, throttling)
     or a ``"permanent"`` one (the model is gone). ``name`` names the
     deployment in its errors and salts its draws (unnamed, the draws are as
@@ -77,6 +77,7 @@ class FakeModel:
     transient_failure_rate: float = 0.0
     poison: frozenset[str] = frozenset()
     down_until: float = 0.0
+    down_from: float = 0.0
     name: str = ""
     outage: Literal["transient", "permanent"] | None = None
 
@@ -93,12 +94,12 @@ class FakeModel:
     def invoke(self, trace_id: str, attempt: int, clock: Clock) -> ModelResult:
         """Spend the call's latency on ``clock``, then answer or raise ModelError.
 
-        A hard-down deployment (``outage``) or one called before ``down_until``
+        A hard-down deployment (``outage``) or one called in [``down_from``, ``down_until``)
         fails at once, spending no time. Every ModelError names this deployment.
         """
         if self.outage is not None:
             raise self._error(f"{trace_id}: {self._called} is down ({self.outage} outage)", self.outage == "transient")
-        if clock.now() < self.down_until:
+        if self.down_from <= clock.now() < self.down_until:
             raise self._error(f"{trace_id}: model throttled (the provider is down)", True)
         latency = self.latency_of(trace_id, attempt)
         clock.sleep(latency)

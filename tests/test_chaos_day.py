@@ -1,0 +1,162 @@
+"""The chaos day: a seeded day of every fault at once holds every invariant on moto and moto-server; the same
+seed gives the same scoreboard (moto-server's day: test_chaos_day_server.py); a wrong configuration breaks the invariant it is wrong for, by exact counts.
+
+The exact counts come from the schedule (its poison, its replay) and from the day's own records (its crashes),
+never from a run pinned by hand. Every day runs on the virtual clock: bounded in time, no sleeps.
+"""
+
+import pytest
+
+from fleetlab.backends.backend import open_backend
+from fleetlab.composition import Budgets, ChaosSchedule, FleetConfig, Scoreboard, run_chaos_day
+from fleetlab.core.errors import InvalidInput
+from fleetlab.core.faults import CrashPoint
+
+SEED = 20261202
+STEPS = 1_000  # the course's target for a chaos run in the tests
+SMALL = 200  # the wrong configurations: enough for their fault to show, at a fifth of the cost
+EVERY_POINT = {point.value for point in CrashPoint}
+
+
+@pytest.fixture(scope="module")
+def moto():
+    opened = open_backend("moto")
+    yield opened
+    opened.close()
+
+
+@pytest.fixture(scope="module")
+def small_day(moto) -> Scoreboard:
+    return run_chaos_day(moto, FleetConfig(), small_schedule())
+
+
+def small_schedule() -> ChaosSchedule:
+    return ChaosSchedule.draw(SEED, SMALL)  # its burst: half the day, 100 steps
+
+
+def assert_every_invariant_held(board: Scoreboard) -> None:
+    schedule, counts = board.schedule, board.counts
+    assert [r.name for r in board.invariants if not r.ok] == []
+    assert counts.accepted == schedule.steps
+    assert counts.lost == 0 and counts.stranded == 0
+    assert counts.duplicated == 0
+    assert counts.parked == len(schedule.poison) and board.diagnoses == {"ERROR_FROM_TARGET": len(schedule.poison)}
+    assert counts.completed == schedule.steps - len(schedule.poison)
+    assert counts.hung == 0
+    assert counts.traced == schedule.steps
+    assert set(board.crashes) == EVERY_POINT  # the day crashed a worker at every named point
+    assert counts.replayed > 0 and board.router["fallbacks"] > 0  # the replay ran, the outage was routed around
+    assert counts.spend > 0 and board.counts.api_calls_per_step > 0
+
+
+def test_a_seeded_chaos_day_on_moto_holds_every_invariant(moto):
+    board = run_chaos_day(moto, FleetConfig(), ChaosSchedule.draw(SEED, STEPS))
+    assert_every_invariant_held(board)
+    assert board.broken() == []
+    assert board.counts.run_seconds < 120
+
+
+def test_the_same_seed_gives_the_same_scoreboard(moto, small_day):
+    again = run_chaos_day(moto, FleetConfig(), small_schedule())
+    assert again.comparable() == small_day.comparable()
+    # the API calls may differ by a few: the virtual clock ticks with real time, so a governor draw can fall
+    # in another window
+    assert abs(again.counts.api_calls - small_day.counts.api_calls) <= small_day.counts.api_calls // 100
+    assert str(again).splitlines()[:14] == str(small_day).splitlines()[:14]  # the schedule, printed with its seed
+    assert f"seed {SEED}" in str(small_day)
+
+
+def test_a_step_past_the_visibility_timeout_without_a_heartbeat_runs_twice(moto, small_day):
+    board = run_chaos_day(moto, FleetConfig(visibility_timeout=500, heartbeat_seconds=None), small_schedule())
+    # the slow step (2,700 s) and the held heartbeat step (600 s + its model call) outlive 500 s: a standby
+    # replica takes each over, and each takes effect twice; every other invariant holds
+    assert board.broken() == ["no duplicate effect"]
+    assert board.counts.duplicated == 2 and small_day.counts.duplicated == 0
+    assert board.counts.lost == 0 and board.counts.hung == 0
+
+
+def test_a_fleet_without_idempotency_duplicates_every_crash_after_the_effect_and_every_replay(moto, small_day):
+    board = run_chaos_day(moto, FleetConfig(idempotency=False), small_schedule())
+    redone = board.crashes["after_effect_before_delete"] + len(board.replayed - board.schedule.poison)
+    assert board.broken() == ["no duplicate effect"]
+    # at least those; a few more where steps received in a batch ran out their visibility while they waited behind
+    # a held step, and the standby replica took them over before the worker that received them first got to them
+    assert board.counts.duplicated >= redone > 0
+    assert board.counts.lost == 0 and small_day.counts.duplicated == 0
+
+
+def test_an_idempotency_window_shorter_than_the_day_lets_the_replay_through(moto):
+    board = run_chaos_day(moto, FleetConfig(idempotency_window=1_800), small_schedule())
+    replayed_healthy = len(board.replayed - board.schedule.poison)
+    assert [result.name for result in board.invariants if not result.ok] == ["no duplicate effect"]
+    # the replayed steps whose record had expired (done over 30 minutes before the replay) run again; so do
+    # steps redelivered after a crash more than 30 minutes after they were first claimed
+    assert replayed_healthy == 49
+    assert 0 < board.counts.duplicated <= replayed_healthy + board.crashes["after_effect_before_delete"]
+    assert board.counts.lost == 0
+
+
+def test_parking_left_to_sqs_parks_the_poison_without_a_diagnosis_and_leaves_its_callers_waiting(moto):
+    schedule = small_schedule()
+    board = run_chaos_day(moto, FleetConfig(park_with_diagnosis=False), schedule)
+    poison = len(schedule.poison)
+    assert board.broken() == ["every poison message parked with its diagnosis", "no caller left waiting",
+                              "every step on one trace"]
+    assert board.counts.parked == poison and board.diagnoses == {"UNKNOWN": poison}
+    assert board.counts.hung == poison and board.counts.traced == schedule.steps - poison
+
+
+def test_without_a_fallback_the_outage_loses_requests(moto):
+    board = run_chaos_day(moto, FleetConfig(fallback=False), small_schedule())
+    lost = board.invariant("no accepted request lost")
+    assert board.broken()[0] == "no accepted request lost" and "no duplicate effect" not in board.broken()
+    # the two-hour outage outlasts the five attempts of every step it catches: each is parked with its diagnosis
+    assert board.counts.lost == board.counts.stranded >= 100
+    assert board.counts.parked == board.counts.lost + len(board.schedule.poison)
+    assert board.counts.hung == 0
+    assert f"{board.counts.lost} of 195 healthy steps" in lost.detail
+
+
+def test_the_naive_governor_breaks_the_dynamodb_write_budget(moto, small_day):
+    board = run_chaos_day(moto, FleetConfig(batch_tokens=1), small_schedule())
+    assert board.broken() == ["DynamoDB writes per step"]
+    assert board.counts.dynamodb_writes_per_step > Budgets().dynamodb_writes_per_step
+    assert small_day.counts.dynamodb_writes_per_step <= Budgets().dynamodb_writes_per_step
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("visibility_timeout", 0), ("visibility_timeout", 50_000), ("max_receives", 1), ("max_receives", "4"),
+    ("idempotency", "yes"), ("idempotency_window", 600), ("heartbeat_seconds", 900), ("heartbeat_seconds", 0),
+    ("min_replicas", -1), ("max_replicas", 0), ("backlog_per_replica", 0), ("primary_deployments", 0),
+    ("num_retries", 11), ("allowed_fails", -1), ("cooldown", -5), ("quota_tokens", 0), ("headroom", 1.0),
+    ("batch_tokens", 2_000_000),
+])
+def test_a_bad_config_value_names_its_field(field, value):
+    with pytest.raises(InvalidInput) as raised:
+        FleetConfig(**{field: value})
+    assert raised.value.field == field
+
+
+def test_max_replicas_below_min_replicas_names_max_replicas():
+    with pytest.raises(InvalidInput) as raised:
+        FleetConfig(min_replicas=5, max_replicas=3)
+    assert raised.value.field == "max_replicas"
+
+
+def test_the_schedule_is_drawn_from_its_seed_alone():
+    one, same, other = ChaosSchedule.draw(SEED, STEPS), ChaosSchedule.draw(SEED, STEPS), ChaosSchedule.draw(SEED + 1, STEPS)
+    assert one == same and str(one) == str(same)
+    assert one != other
+    assert len(one.poison) == 5 and one.slow_trace not in one.poison
+    assert {point for point, _ in one.crashes} == set(CrashPoint)
+    assert one.feeds()[0] == (0, one.chunk) and sum(stop - start for start, stop in one.feeds()) == STEPS
+    assert (one.burst_at, one.burst_at + one.burst) in one.feeds()
+    assert f"seed {SEED}" in str(one)
+
+
+@pytest.mark.parametrize(("argument", "value"), [("steps", 5), ("chunk", 0), ("poison", 500), ("burst", 900),
+                                                 ("crash_rate", 0.5), ("slow_seconds", 0)])
+def test_a_bad_schedule_argument_names_itself(argument, value):
+    with pytest.raises(InvalidInput) as raised:
+        ChaosSchedule.draw(SEED, **({"steps": STEPS} | {argument: value}))
+    assert raised.value.field == argument
