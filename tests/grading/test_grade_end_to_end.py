@@ -74,7 +74,8 @@ def test_the_gradebook_of_the_six_submissions(grader_with_credentials, room, tmp
     assert "graded 6 notebooks" in printed and f"room report: {report}" in printed
     page = report.read_text()
     assert "2 of 6 learners passed" in page and "4 of 6 learners passed" in page  # 99.dedupe, 99.visibility
-    assert "keyed on the message id <b>(2)</b>" in page and f"{room_report.DID_NOT_RUN} <b>(2)</b>" in page
+    assert "<li>keyed on the message id <b>(" in page  # partly_correct's hidden case, in the catalogue's words
+    assert f"<li>{room_report.DID_NOT_RUN} <b>(1)</b>" in page  # kernel_crash: nothing reached the grader
     for secret in (FAKE_KEY, FAKE_SECRET):
         assert secret not in out.read_text() and secret not in printed and secret not in page
         assert all(secret not in path.read_text() for path in feedback.iterdir())
