@@ -128,19 +128,23 @@ def dists(tmp_path_factory: pytest.TempPathFactory) -> Dists:
     return Dists(sdist, wheel, sdist_log + wheel_log)
 
 
-@pytest.fixture(scope="module")
-def wheel_env(dists: Dists, tmp_path_factory: pytest.TempPathFactory) -> WheelEnv:
-    """A fresh venv holding the wheel (no dependencies installed) that sees this interpreter's dependencies."""
-    work = tmp_path_factory.mktemp("wheel-env")
-    python = fresh_venv(work / "venv")
-    pip_into(python, "--no-deps", "--no-index", dists.wheel)
-    links = work / "dependencies"
+def share_dependencies(python: Path, links: Path) -> None:
+    """Let the venv of ``python`` import this interpreter's dependencies (links in ``links``), fleetlab's left out."""
     links.mkdir()
     for entry in site_packages().iterdir():
         if not LEFT_OUT.match(entry.name):
             (links / entry.name).symlink_to(entry)
     venv_site = Path(run(python, "-I", "-c", "import sysconfig; print(sysconfig.get_path('purelib'))").stdout.strip())
     (venv_site / "fleetlab-test-dependencies.pth").write_text(f"{links}\n")
+
+
+@pytest.fixture(scope="module")
+def wheel_env(dists: Dists, tmp_path_factory: pytest.TempPathFactory) -> WheelEnv:
+    """A fresh venv holding the wheel (no dependencies installed) that sees this interpreter's dependencies."""
+    work = tmp_path_factory.mktemp("wheel-env")
+    python = fresh_venv(work / "venv")
+    pip_into(python, "--no-deps", "--no-index", dists.wheel)
+    share_dependencies(python, work / "dependencies")
     home = work / "home"
     home.mkdir()
     return WheelEnv(work / "venv", home)

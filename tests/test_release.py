@@ -32,8 +32,8 @@ from fleetlab_instructor.grading.grade import Job, Limits, grade_job
 from fleetlab_instructor.grading.release import TEMPLATE, learner_test_pins, template_files, write_release
 from fleetlab_instructor.grading.sandbox import kernel_env, write_kernel_startup
 from fleetlab_tools.kernel import NotebookKernel
-from test_packaging import (LEFT_OUT, RUN_TIMEOUT, build_hook, definition_line, fresh_venv, pip_into, run, secrets_of,
-                            site_packages, without_pythonpath)
+from test_packaging import (RUN_TIMEOUT, build_hook, definition_line, fresh_venv, pip_into, secrets_of,
+                            share_dependencies, without_pythonpath)
 
 from fleetlab.cli import main
 from fleetlab.core.errors import InvalidInput
@@ -276,13 +276,7 @@ def release_venv(release: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
     wheels = [build_hook(builder, "build_wheel", source, work / "dist")[0] for source in (project, project / "tools")]
     python = fresh_venv(work / "venv")
     pip_into(python, "--no-deps", "--no-index", *wheels)
-    links = work / "dependencies"
-    links.mkdir()
-    for entry in site_packages().iterdir():
-        if not LEFT_OUT.match(entry.name):
-            (links / entry.name).symlink_to(entry)
-    venv_site = Path(run(python, "-I", "-c", "import sysconfig; print(sysconfig.get_path('purelib'))").stdout.strip())
-    (venv_site / "fleetlab-test-dependencies.pth").write_text(f"{links}\n")
+    share_dependencies(python, work / "dependencies")
     return work / "venv"
 
 

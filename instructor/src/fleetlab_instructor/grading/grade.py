@@ -27,7 +27,6 @@ import nbformat
 from fleetlab_tools.kernel import CellStatus, KernelStartFailed, NotebookKernel
 from nbformat import NotebookNode
 
-from fleetlab.core.errors import InvalidInput
 from fleetlab.course.grading import handover
 from fleetlab.course.grading.results import CheckStatus
 from fleetlab.course.grading.session import GRADES_MIME

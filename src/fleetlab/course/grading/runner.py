@@ -167,8 +167,8 @@ class Budget:
         return self.waited() >= self.cap
 
     def machine_too_busy(self) -> bool:
-        """True once ``BUSY_FACTOR`` times ``timeout`` of real time passed (waits aside) without the check
-        having had its ``timeout``: the machine, not the code, held it up."""
+        """True once ``BUSY_FACTOR`` times ``timeout`` of real time passed, waits aside. A check whose code had
+        its ``timeout`` by then timed out before; one that had not was held up by the machine."""
         return time.monotonic() - self.started - self.waited() >= BUSY_FACTOR * self.timeout
 
 
