@@ -24,10 +24,13 @@ def test_cells_run_in_order_keeping_outputs_errors_hangs_and_a_dead_kernel(tmp_p
         "print('never')",
     )
     with NotebookKernel(nb, env=dict(os.environ), cwd=tmp_path, grace=5) as kernel:
-        runs = [kernel.run_cell(index, timeout=1.0) for index in range(len(nb.cells))]
+        # only the two endless cells get the short limit: a busy machine may take over 1 s to import
+        hangs = {3, 4}
+        runs = [kernel.run_cell(index, timeout=1.0 if index in hangs else 60) for index in range(len(nb.cells))]
         assert not kernel.alive
-    # "dead", not "timeout", for cell 6: the death was noticed before the cell's 1 s ran out
+    # "dead", not "timeout", for cell 6: the death was noticed, not waited out
     assert [run.status for run in runs] == ["ok", "ok", "error", "timeout", "timeout", "ok", "dead", "dead"]
+    assert runs[6].seconds < 30
     assert nb.cells[0].outputs[0].text == "hello\n"
     assert [out.output_type for out in nb.cells[1].outputs] == ["display_data", "execute_result"]
     assert runs[2].error == "ZeroDivisionError: division by zero"
