@@ -11,6 +11,7 @@ all three at once, and checks that each learner's progress, resources and files 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import importlib.util
 import json
 import os
@@ -355,7 +356,10 @@ def room(hub) -> dict[str, Run]:
             await stop_servers(hub)
         return {run.learner: run for run in runs}
 
-    return asyncio.run(workshop())
+    # Its own thread: in a worker that also ran the browser tests, Playwright's session-long event loop
+    # is the running loop of the main thread, and asyncio.run refuses to start a second one there.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as thread:
+        return thread.submit(asyncio.run, workshop()).result()
 
 
 def test_every_learner_ran_lab_01_without_an_error_at_the_same_time_as_the_others(room):
