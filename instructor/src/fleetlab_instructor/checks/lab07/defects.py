@@ -25,7 +25,7 @@ HIDDEN = (
             DayFacts(slowest_step_seconds=1_200, replay_reach_seconds=5 * DAY, quota_tokens=9_000,
                      quota_window=3_600, budgets=BUDGETS),
             seed=23, config=FleetConfig(park_with_diagnosis=False, idempotency_window=2 * DAY, quota_tokens=9_000,
-                                        batch_tokens=1_500)),
+                                        batch_tokens=3_000)),
 )
 PARKING = ("every poison message parked with its diagnosis", "no caller left waiting", "every step on one trace")
 
