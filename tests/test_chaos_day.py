@@ -191,3 +191,25 @@ def test_a_bad_day_fact_names_its_field(field, value):
     with pytest.raises(InvalidInput) as raised:
         DayFacts(**{field: value})
     assert raised.value.field == field
+
+
+def test_a_replay_three_days_later_runs_again_every_replayed_step_whose_record_has_expired(moto):
+    facts = DayFacts(slowest_step_seconds=1_200, replay_reach_seconds=3 * 86_400)
+    schedule = facts.schedule(SEED, 20, poison=2)
+    expired = run_chaos_day(moto, FleetConfig(), schedule)  # records kept one day
+    kept = run_chaos_day(moto, FleetConfig(idempotency_window=3 * 86_400 + 3_600), schedule)
+    replayed_healthy = len(expired.replayed - schedule.poison)
+    assert expired.counts.virtual_seconds > 3 * 86_400 and replayed_healthy > 0
+    assert expired.invariant("no duplicate effect").ok is False
+    assert expired.counts.duplicated == replayed_healthy  # each replayed healthy step once more, nothing else
+    assert kept.replayed == expired.replayed and kept.counts.duplicated == 0
+
+
+def test_the_spend_is_held_to_the_providers_quota_not_the_governors(moto):
+    facts = DayFacts(slowest_step_seconds=1_200, quota_tokens=10_000, quota_window=3_600)
+    schedule = facts.schedule(SEED, 20, poison=2)
+    own = run_chaos_day(moto, FleetConfig(), schedule)  # the governor's own quota: a million an hour
+    held = run_chaos_day(moto, FleetConfig(quota_tokens=10_000, batch_tokens=1_800), schedule)
+    over = own.invariant("spend within the quota")
+    assert not over.ok and over.detail.endswith("of 10,000 tokens in a 3600 s window (the provider's quota)")
+    assert held.invariant("spend within the quota").ok
