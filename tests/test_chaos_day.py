@@ -1,5 +1,6 @@
 """The chaos day: a seeded day of every fault at once holds every invariant on moto and moto-server; the same
-seed gives the same scoreboard (moto-server's day: test_chaos_day_server.py); a wrong configuration breaks the invariant it is wrong for, by exact counts (but one, which says why).
+seed gives the same scoreboard (moto-server's day: test_chaos_day_server.py); a wrong configuration breaks the
+invariant it is wrong for, by exact counts (but one, which says why); a day's facts shape its replay and its quota.
 
 Where a count follows from the schedule (its poison, its replay) the test derives it; the others are what this
 seed gives, the same on every run of the day (issue 30: a bound would let a change in the day slip by unseen).

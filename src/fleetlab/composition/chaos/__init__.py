@@ -13,4 +13,5 @@ from fleetlab.composition.chaos.facts import DayFacts
 from fleetlab.composition.chaos.schedule import ChaosSchedule
 from fleetlab.composition.chaos.scoreboard import INVARIANTS, Budgets, Counts, Result, Scoreboard
 
-__all__ = ["INVARIANTS", "Budgets", "ChaosSchedule", "Counts", "DayFacts", "FleetConfig", "Result", "Scoreboard", "run_chaos_day"]
+__all__ = ["INVARIANTS", "Budgets", "ChaosSchedule", "Counts", "DayFacts", "FleetConfig", "Result", "Scoreboard",
+           "run_chaos_day"]
