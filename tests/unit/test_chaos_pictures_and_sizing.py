@@ -10,7 +10,7 @@ from fleetlab.composition.chaos.series import SeriesRecorder, error_class  # noq
 from fleetlab.composition.chaos.sizing import DYNAMODB_TABLE_WRITES, daily_estimate  # noqa: E402
 from fleetlab.core.errors import InvalidInput  # noqa: E402
 from fleetlab.core.tracing import Hop  # noqa: E402
-from fleetlab.display import conversation_waterfall, day_dashboard  # noqa: E402
+from fleetlab.display import conversation_waterfall, day_dashboard, quota_table, sizing_explorer  # noqa: E402
 from fleetlab.services.sqs.worker import HandleOutcome, Outcome  # noqa: E402
 
 PER_STEP = {"sqs.ReceiveMessage": 0.5, "sqs.DeleteMessage": 1.0, "eventbridge.PutEvents": 0.1,
@@ -109,3 +109,17 @@ def test_the_dashboard_has_four_titled_labelled_panels():
     with pytest.raises(InvalidInput) as raised:
         day_dashboard([])
     assert raised.value.field == "samples"
+
+
+def test_the_quota_table_flags_what_binds_and_the_explorer_follows_its_slider(capsys):
+    table = quota_table(PER_STEP, 1_000, step_seconds=60, queues=2)
+    assert [(row["quota"], row["binds?"]) for row in table.rows][:2] == [
+        ("Step Functions SendTaskSuccess", "yes"), ("SQS messages in flight, per queue", "")]
+    widget = sizing_explorer(PER_STEP, step_seconds=60, queues=2, start=100)  # outside a kernel the output prints
+    slider, _ = widget.children
+    assert "100 steps a second in us-east-1" in capsys.readouterr().out
+    slider.value = 10_000
+    assert "10,000 steps a second in us-east-1" in capsys.readouterr().out
+    with pytest.raises(InvalidInput) as raised:
+        sizing_explorer(PER_STEP, step_seconds=60, queues=2, start=333)
+    assert raised.value.field == "start"
