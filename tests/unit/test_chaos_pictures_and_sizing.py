@@ -123,3 +123,14 @@ def test_the_quota_table_flags_what_binds_and_the_explorer_follows_its_slider(ca
     with pytest.raises(InvalidInput) as raised:
         sizing_explorer(PER_STEP, step_seconds=60, queues=2, start=333)
     assert raised.value.field == "start"
+
+
+def test_a_step_two_workers_held_at_once_shows_both_holds():
+    first, standby = "researcher-worker", "researcher-standby"
+    traces = {"conv-0-step-3": (Hop("conv-0-step-3", "published", 0, "bus"),
+                                Hop("conv-0-step-3", "received", 300, first),
+                                Hop("conv-0-step-3", "received", 2_700, standby),
+                                Hop("conv-0-step-3", "deleted", 2_760, standby),
+                                Hop("conv-0-step-3", "failed", 7_380, first))}
+    bars = conversation_waterfall(traces, "conv-0").axes[0].patches
+    assert sorted((bar.get_x(), bar.get_x() + bar.get_width()) for bar in bars) == [(0, 5), (5, 123), (45, 46)]

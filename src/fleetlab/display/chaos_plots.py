@@ -32,6 +32,7 @@ HOP_LAYERS = {
 """Which part of the fleet each hop of the day's traces belongs to (others: "other")."""
 LAYER_ORDER = ("bus and rule", "queue to worker", "idempotency store", "model and router",
                "response to the caller", "queue (delete)", "fault", "other")
+HANDLING_ENDS = ("deleted", "failed", "crashed", "busy")
 ERROR_BINS = 24
 
 
@@ -64,6 +65,7 @@ def conversation_waterfall(traces: Mapping[str, Sequence[Hop]], conversation: st
             seen[layer] = axes.plot([(hop.at - start) / 60], [row], marker, color=colours[layer], label=layer)[0]
     axes.set_yticks(range(len(steps)), [trace.removeprefix(f"{conversation}-") for trace in steps])
     axes.invert_yaxis()
+    axes.margins(x=0.03)
     axes.set_xlabel(f"minutes since {conversation}'s first event (grey: waiting on the queue; blue: held by a worker)")
     axes.set_ylabel("step")
     axes.set_title(f"{conversation}: every hop of every step, from the bus to the caller's answer")
@@ -74,28 +76,31 @@ def conversation_waterfall(traces: Mapping[str, Sequence[Hop]], conversation: st
 
 
 def _spans(hops: Sequence[Hop]) -> list[tuple[float, float, bool]]:
-    """(begin, end, held) spans of one trace: waiting from a publish (or a handling's end) to the next receive,
-    held from a receive to the handling's end (its delete, failure, crash or lease conflict)."""
+    """(begin, end, held) spans of one trace: waiting from a publish (or a handling that gave the message back)
+    to the next receive; held by each worker from its receive to its handling's end (a delete, a failure, a
+    crash or a lease conflict). Two workers may hold the same step at once."""
     spans: list[tuple[float, float, bool]] = []
-    mark: float | None = None
-    held = False
+    holding: dict[str, float] = {}  # worker -> when it received the step
+    waiting_since: float | None = None
     for hop in hops:
-        if hop.name == "published" and mark is None:
-            mark, held = hop.at, False
+        if hop.name == "published" and waiting_since is None and not holding:
+            waiting_since = hop.at
         elif hop.name == "received":
-            if mark is not None and not held:
-                spans.append((mark, hop.at, False))
-            mark, held = hop.at, True
-        elif hop.name in ("deleted", "failed", "crashed", "busy") and held and mark is not None:
-            spans.append((mark, hop.at, True))
-            mark, held = (None, False) if hop.name == "deleted" else (hop.at, False)
+            if waiting_since is not None:
+                spans.append((waiting_since, hop.at, False))
+                waiting_since = None
+            holding[hop.component] = hop.at
+        elif hop.name in HANDLING_ENDS and hop.component in holding:
+            spans.append((holding.pop(hop.component), hop.at, True))
+            if hop.name != "deleted" and not holding:
+                waiting_since = hop.at
     return spans
 
 
 def day_dashboard(samples: Sequence[Any], *, title: str = "The chaos day") -> Figure:
-    """Four panels over the day's hours: steps waiting, replicas per queue, the age of the oldest unfinished
-    step, and errors by class (stacked, in ``ERROR_BINS`` slices of the day). ``samples`` are
-    ``DaySample``s (``Scoreboard.samples``).
+    """Four panels over the day's hours: steps waiting, replicas per queue (each sample's count held over the
+    round before it), the age of the oldest unfinished step, and errors by class (stacked, in ``ERROR_BINS``
+    slices of the day). ``samples`` are ``DaySample``s (``Scoreboard.samples``).
 
     Raises InvalidInput naming ``samples`` when there are none.
     """
@@ -105,13 +110,13 @@ def day_dashboard(samples: Sequence[Any], *, title: str = "The chaos day") -> Fi
     figure = _new_figure(11, 6.5)
     (depth, replicas), (age, errors) = figure.subplots(2, 2, sharex=True)
     figure.suptitle(title)
-    depth.plot(hours, [sample.waiting for sample in samples], color="C0", drawstyle="steps-post")
+    depth.plot(hours, [sample.waiting for sample in samples], color="C0")
     depth.set_ylabel("steps waiting or in flight")
     depth.set_title("Queue depth")
-    replicas.plot(hours, [sample.replicas for sample in samples], color="C1", drawstyle="steps-post")
+    replicas.plot(hours, [sample.replicas for sample in samples], color="C1", drawstyle="steps-pre")
     replicas.set_ylabel("replicas per queue")
     replicas.set_title("Replicas (the autoscaler)")
-    age.plot(hours, [sample.oldest_age / 60 for sample in samples], color="C2", drawstyle="steps-post")
+    age.plot(hours, [sample.oldest_age / 60 for sample in samples], color="C2")
     age.set_ylabel("minutes")
     age.set_title("Age of the oldest unfinished step")
     _errors_by_class(errors, samples)
