@@ -13,7 +13,10 @@ step runs (the slow one, the heartbeat crash's), a standby replica per
 queue keeps polling, so a step that outlives its visibility timeout is
 taken over by a second worker as on a real fleet (and so is a received step
 still waiting its turn behind it). At the end, the events published in the
-hour before the last batch are published again (the replay).
+hour before the last batch are published again (the replay). The fleet is
+sampled at every publish and after every round (``series``: steps waiting,
+replicas, the oldest step's age, errors by class), from the day's own
+records, for the day's dashboard.
 
 What this day does not do yet (said on purpose): the replicas bound how
 many messages a round takes, but the steps of a round run one after
