@@ -13,16 +13,18 @@ step runs (the slow one, the heartbeat crash's), a standby replica per
 queue keeps polling, so a step that outlives its visibility timeout is
 taken over by a second worker as on a real fleet (and so is a received step
 still waiting its turn behind it). At the end, the events published in the
-hour before the last batch are published again (the replay). The fleet is
-sampled at every publish and after every round (``series``: steps waiting,
-replicas, the oldest step's age, errors by class), from the day's own
-records, for the day's dashboard.
+hour before the last batch are published again (the replay); with the
+schedule's ``replay_reach``, once the oldest is that old, leaving out any that
+are older by then. The fleet is sampled at every publish and after every
+round (``series``: steps waiting, replicas, the oldest step's age, errors by
+class), from the day's own records, for the day's dashboard.
 
 What this day does not do yet (said on purpose): the replicas bound how
 many messages a round takes, but the steps of a round run one after
 another on the clock, so callers' waits are not timed against a deadline
 (``hung`` counts callers never answered); the replay republishes the
-day's own events instead of replaying an EventBridge archive; the
+day's own events instead of replaying an EventBridge archive (``replay_reach``
+moves the clock to when an operator would replay it); the
 orchestrator (Step Functions callbacks) is not on the day's path.
 """
 
@@ -178,12 +180,22 @@ class _Day:
             if progress is not None:
                 progress(stop, self.schedule.steps)
         cutoff = self.last_published - self.schedule.replay_seconds
-        replay = [e for e in envelopes if self.published_at[e.trace_id] >= cutoff]
+        replay = self._within_reach([e for e in envelopes if self.published_at[e.trace_id] >= cutoff])
         self.replayed_traces = [e.trace_id for e in replay]
         for start in range(0, len(replay), self.schedule.chunk):
             self._publish(replay[start:start + self.schedule.chunk])
             self._settle()
         self.calls.close()
+
+    def _within_reach(self, replay: list[Envelope]) -> list[Envelope]:
+        """With a ``replay_reach``: move the clock until the oldest of ``replay`` is that old (at once when it is
+        older), and keep only the events published within the reach of that instant."""
+        reach = self.schedule.replay_reach
+        if reach is None or not replay:
+            return replay
+        replay_at = max(self.clock.now(), min(self.published_at[e.trace_id] for e in replay) + reach)
+        self.clock.sleep(replay_at - self.clock.now())
+        return [e for e in replay if self.published_at[e.trace_id] >= replay_at - reach]
 
     def _publish(self, envelopes: list[Envelope]) -> None:
         self.fleet.submit(*envelopes)
@@ -277,7 +289,14 @@ class _Day:
         while not self.allowance.ensure(tokens):
             self.clock.sleep(self.governor.next_window() - self.clock.now())
         self.allowance.spend(tokens)
-        self.spend_by_window[self.governor.window_start()] += tokens
+        self.spend_by_window[self._quota_window_start()] += tokens
+
+    def _quota_window_start(self) -> float:
+        """The start of the quota window the day's spend is held to: the provider's, else the governor's."""
+        if self.schedule.provider_quota is None:
+            return self.governor.window_start()
+        window = self.schedule.provider_quota[1]
+        return math.floor(self.clock.now() / window) * window
 
     def _naive_step(self, delivery: Delivery) -> Any:
         """The step without idempotency: call the model, take effect, answer. A redelivery does it again."""
