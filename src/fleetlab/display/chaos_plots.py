@@ -32,6 +32,10 @@ HOP_LAYERS = {
 """Which part of the fleet each hop of the day's traces belongs to (others: "other")."""
 LAYER_ORDER = ("bus and rule", "queue to worker", "idempotency store", "model and router",
                "response to the caller", "queue (delete)", "fault", "other")
+LAYER_MARKERS = {"bus and rule": ("o", 7), "queue to worker": ("s", 9), "idempotency store": ("D", 5),
+                 "model and router": ("^", 7), "response to the caller": ("P", 8), "queue (delete)": ("v", 7),
+                 "fault": ("x", 9), "other": (".", 6)}
+"""Each layer's marker and size: distinct shapes, so hops at the same moment stay visible."""
 HANDLING_ENDS = ("deleted", "failed", "crashed", "busy")
 ERROR_BINS = 24
 
@@ -49,6 +53,7 @@ def conversation_waterfall(traces: Mapping[str, Sequence[Hop]], conversation: st
         raise InvalidInput("conversation", f"no trace of {conversation!r} among the day's traces",
                            hint="a conversation is named conv-<n>, as in conv-3-step-1")
     start = min(hop.at for trace in steps for hop in traces[trace])
+    end = max(hop.at for trace in steps for hop in traces[trace])
     figure = _new_figure(10, 0.7 * len(steps) + 2.2)
     axes = figure.add_subplot()
     colours = {layer: f"C{index}" for index, layer in enumerate(LAYER_ORDER)}
@@ -61,11 +66,13 @@ def conversation_waterfall(traces: Mapping[str, Sequence[Hop]], conversation: st
                       color="C0" if held else "lightgrey", alpha=0.35 if held else 0.8)
         for hop in hops:
             layer = HOP_LAYERS.get(hop.name, "other")
-            marker = "x" if layer == "fault" else "o"
-            seen[layer] = axes.plot([(hop.at - start) / 60], [row], marker, color=colours[layer], label=layer)[0]
+            marker, size = LAYER_MARKERS[layer]
+            seen[layer] = axes.plot([(hop.at - start) / 60], [row], marker, markersize=size, color=colours[layer],
+                                    label=layer, linestyle="none")[0]
     axes.set_yticks(range(len(steps)), [trace.removeprefix(f"{conversation}-") for trace in steps])
     axes.invert_yaxis()
-    axes.margins(x=0.03)
+    minutes = max((end - start) / 60, 1.0)
+    axes.set_xlim(-0.02 * minutes, 1.04 * minutes)
     axes.set_xlabel(f"minutes since {conversation}'s first event (grey: waiting on the queue; blue: held by a worker)")
     axes.set_ylabel("step")
     axes.set_title(f"{conversation}: every hop of every step, from the bus to the caller's answer")
