@@ -96,8 +96,8 @@ def calls_per_step(board: Scoreboard) -> dict[str, float]:
 
 
 def mean_step_seconds(board: Scoreboard) -> float:
-    """The mean handling time of the day's completed steps: from the receive that completed each to its
-    completion, as the day's traces recorded it (waits behind other messages of the same receive included)."""
+    """The mean seconds of the model call that completed each step (the ``latency_s`` its completion hop
+    records): nearly all of a step's time in a worker, and so the step time Little's law needs."""
     latencies = [hop.attrs["latency_s"] for hops in board.traces.values() for hop in hops
                  if hop.name == "completed" and "latency_s" in hop.attrs]
     if not latencies:
