@@ -9,8 +9,9 @@ long enough for a heartbeat), poison inputs the model rejects every time,
 throttling now and then, an outage window of the primary model group, a
 burst fed at once, and a replay of the last hour of events at the end (or,
 with ``replay_reach``, once its oldest event is that old, and only the events
-that are at most that old: an operator replaying an archive days later). ``provider_quota`` is the model provider's own quota
-(tokens per window), which the scoreboard holds the day's spend to.
+that are at most that old: an operator replaying an archive days later).
+``provider_quota`` is the model provider's own quota (tokens per window),
+which the scoreboard holds the day's spend to.
 """
 
 from __future__ import annotations
