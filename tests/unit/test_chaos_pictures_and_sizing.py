@@ -90,6 +90,7 @@ def test_the_waterfall_has_one_row_per_step_in_step_order():
     assert axes.get_title() and axes.get_xlabel() and axes.get_ylabel()
     # step-1: waiting 0-1 min, held 1-1 min (the crash), waiting 1-16 min, held 16-16.5 min; step-2: two spans
     assert len(axes.patches) == 6
+    assert axes.get_xlim()[1] > 991 / 60  # the time axis reaches the conversation's last hop
     with pytest.raises(InvalidInput) as raised:
         conversation_waterfall(traces, "conv-2")
     assert raised.value.field == "conversation"

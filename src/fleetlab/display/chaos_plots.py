@@ -61,8 +61,8 @@ def conversation_waterfall(traces: Mapping[str, Sequence[Hop]], conversation: st
     seen: dict[str, Any] = {}
     for row, trace in enumerate(steps):
         hops = traces[trace]
-        for begin, end, held in _spans(hops):
-            axes.barh(row, (end - begin) / 60, left=(begin - start) / 60, height=0.5,
+        for begin, finish, held in _spans(hops):
+            axes.barh(row, (finish - begin) / 60, left=(begin - start) / 60, height=0.5,
                       color="C0" if held else "lightgrey", alpha=0.35 if held else 0.8)
         for hop in hops:
             layer = HOP_LAYERS.get(hop.name, "other")
