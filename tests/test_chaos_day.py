@@ -68,6 +68,21 @@ def test_the_same_seed_gives_the_same_scoreboard(moto, small_day):
     assert f"seed {SEED}" in str(small_day)
 
 
+def test_the_day_keeps_its_series_and_its_traces_for_the_dashboard_and_the_waterfall(small_day):
+    samples, counts = small_day.samples, small_day.counts
+    assert [sample.at for sample in samples] == sorted(sample.at for sample in samples)
+    assert max(sample.replicas for sample in samples) == small_day.replicas_peak
+    assert max(sample.waiting for sample in samples) >= small_day.schedule.burst  # the burst, published at once
+    assert samples[-1].waiting == 0 and samples[-1].oldest_age == 0
+    for point, crashed in small_day.crashes.items():
+        assert sum(sample.errors.get(f"crash {point}", 0) for sample in samples) == crashed
+    # each poison step is parked once, and once more when the replay brings it back
+    replayed_poison = small_day.replayed & small_day.schedule.poison
+    assert sum(sample.errors.get("parked", 0) for sample in samples) == counts.parked + len(replayed_poison)
+    assert set(small_day.traces) == set(small_day.schedule.trace_ids)
+    assert all(hops[0].name == "published" for hops in small_day.traces.values())
+
+
 def test_a_step_past_the_visibility_timeout_without_a_heartbeat_runs_twice(moto, small_day):
     board = run_chaos_day(moto, FleetConfig(visibility_timeout=500, heartbeat_seconds=None), small_schedule())
     # the slow step (2,700 s) and the held heartbeat step (600 s + its model call) outlive 500 s: a standby

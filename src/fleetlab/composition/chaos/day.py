@@ -15,7 +15,9 @@ taken over by a second worker as on a real fleet (and so is a received step
 still waiting its turn behind it). At the end, the events published in the
 hour before the last batch are published again (the replay); with the
 schedule's ``replay_reach``, once the oldest is that old, leaving out any that
-are older by then.
+are older by then. The fleet is sampled at every publish and after every
+round (``series``: steps waiting, replicas, the oldest step's age, errors by
+class), from the day's own records, for the day's dashboard.
 
 What this day does not do yet (said on purpose): the replicas bound how
 many messages a round takes, but the steps of a round run one after
@@ -41,6 +43,7 @@ from fleetlab.composition.chaos.config import FleetConfig
 from fleetlab.composition.chaos.schedule import AGENT_CLASSES, ChaosSchedule, trace_id
 from fleetlab.composition.chaos.scoreboard import Budgets, Scoreboard
 from fleetlab.composition.chaos.scoring import DayRecord, score
+from fleetlab.composition.chaos.series import SeriesRecorder
 from fleetlab.composition.pipeline import Fleet
 from fleetlab.composition.topology import AgentClass, Topology, TopologySpec, new_prefix, provision
 from fleetlab.core.clock import Clock
@@ -143,6 +146,8 @@ class _Day:
         self.unreceived: set[str] = set()
         self.replayed_traces: list[str] = []
         self.replicas_peak = 0
+        self.replicas_now = config.min_replicas
+        self.series = SeriesRecorder(self.start)
         self.calls = CallCounter(backend)
 
     def _router_settings(self) -> RouterSettings:
@@ -199,6 +204,8 @@ class _Day:
         for envelope in envelopes:
             self.published_at[envelope.trace_id] = now
             self.unreceived.add(envelope.trace_id)
+        self.series.published((envelope.trace_id for envelope in envelopes), now)
+        self.series.sample((), at=now, replicas=self.replicas_now)
 
     def _settle(self) -> None:
         """Work the queues in autoscaled rounds until no work queue holds a message.
@@ -225,6 +232,7 @@ class _Day:
         wanted = math.ceil(waiting / config.backlog_per_replica)
         replicas = max(min(max(wanted, config.min_replicas), config.max_replicas), 1)
         self.replicas_peak = max(self.replicas_peak, replicas)
+        self.replicas_now = replicas
         return replicas
 
     def _round(self, replicas: int) -> list[HandleOutcome]:
@@ -243,6 +251,7 @@ class _Day:
         self.outcomes += outcomes
         self.finished += sum(1 for outcome in outcomes if outcome.status in FINISHED)
         self.unreceived.difference_update(outcome.trace_id for outcome in outcomes)
+        self.series.sample(outcomes, at=self.clock.now(), replicas=self.replicas_now)
 
     def standby_poll(self) -> None:
         """One receive by each queue's standby replica (skipped while they are already handling one).
@@ -309,5 +318,5 @@ class _Day:
             schedule=self.schedule, config=self.config, tracer=self.fleet.tracer, ledger=self.fleet.ledger,
             router=self.router, calls=self.calls, spend_by_window=self.spend_by_window, parked=parked,
             replayed_traces=tuple(self.replayed_traces), replicas_peak=self.replicas_peak,
-            virtual_seconds=self.clock.now() - self.start)
+            virtual_seconds=self.clock.now() - self.start, samples=tuple(self.series.samples))
         return score(record, budgets, run_seconds=run_seconds)

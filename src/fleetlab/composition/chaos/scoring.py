@@ -10,6 +10,7 @@ from fleetlab.composition.chaos.calls import CallCounter
 from fleetlab.composition.chaos.config import FleetConfig
 from fleetlab.composition.chaos.schedule import ChaosSchedule
 from fleetlab.composition.chaos.scoreboard import Budgets, Counts, Result, Scoreboard
+from fleetlab.composition.chaos.series import DaySample
 from fleetlab.core.ledger import EffectsLedger
 from fleetlab.core.tracing import Hop, Tracer
 from fleetlab.services.agents.router import Router
@@ -33,6 +34,7 @@ class DayRecord:
     replayed_traces: tuple[str, ...]
     replicas_peak: int
     virtual_seconds: float
+    samples: tuple[DaySample, ...] = ()
 
 
 def score(day: DayRecord, budgets: Budgets, *, run_seconds: float) -> Scoreboard:
@@ -92,6 +94,7 @@ def score(day: DayRecord, budgets: Budgets, *, run_seconds: float) -> Scoreboard
         crashes=dict(Counter(str(hop.attrs["point"]) for hop in hops if hop.name == "crashed")),
         diagnoses=dict(Counter(parked.values())), calls_by_operation=dict(day.calls.counts),
         replayed=frozenset(day.replayed_traces), replicas_peak=day.replicas_peak,
+        samples=day.samples, traces={trace: tuple(timeline) for trace, timeline in timelines.items()},
         router={"calls": tally.calls, "fallbacks": tally.fallbacks, "retries": tally.retries,
                 "cooldowns": tally.cooldowns, **{f"served by {name}": n for name, n in tally.served_by.items()}},
     )
