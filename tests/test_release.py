@@ -116,7 +116,7 @@ def test_the_release_holds_the_labs_the_library_the_tooling_and_its_own_readme_a
         assert (release / relative).read_text() == text.replace("@" + "TEST_TOOLS@", pins)
     notebooks = sorted(path.name for path in (release / "labs").iterdir())
     assert notebooks == sorted(path.name for path in (REPO / "labs" / "solutions").glob("*.ipynb"))
-    assert len(notebooks) == 7
+    assert len(notebooks) == 8
     for name in notebooks:  # the student notebooks as the course commits them (fleetlab assign --check holds those)
         assert (release / "labs" / name).read_text() == (REPO / "labs" / name).read_text(), name
     assert sorted(path.name for path in (release / "src").iterdir()) == ["fleetlab"]
