@@ -3,7 +3,9 @@
 import json
 import math
 import os
+import sys
 import threading
+import types
 
 import pytest
 from fleetlab_instructor.checks import full_check
@@ -62,15 +64,22 @@ def test_an_answer_the_judge_cannot_rebuild_fails_with_the_reason(fixture_lab, t
     assert verdict["diagnosis"].startswith("your answer could not be rebuilt outside your notebook (UnpicklingError")
 
 
-def test_the_fingerprint_changes_when_a_grading_function_or_its_code_is_replaced(monkeypatch):
+def test_the_grader_is_changed_when_a_grading_function_or_its_code_is_replaced_not_when_a_module_is_added(
+        monkeypatch):
     before = judge.harness_fingerprint(["fixture_checks"])
-    assert judge.harness_fingerprint(["fixture_checks"]) == before
     monkeypatch.setattr(runner._run_case, "__code__", good_visibility.__code__)
-    assert judge.harness_fingerprint(["fixture_checks"]) != before
+    assert judge.harness_changed(before)
     monkeypatch.undo()
-    assert judge.harness_fingerprint(["fixture_checks"]) == before
+    assert not judge.harness_changed(before)
     monkeypatch.setattr(session, "judge_answer", good_visibility)
-    assert judge.harness_fingerprint(["fixture_checks"]) != before
+    assert judge.harness_changed(before)
+    monkeypatch.undo()
+    monkeypatch.delattr(runner, "WAIT_CAP")
+    assert judge.harness_changed(before)
+    monkeypatch.undo()
+    monkeypatch.setattr(runner, "a_new_name", 1, raising=False)
+    monkeypatch.setitem(sys.modules, "fleetlab.course.grading.new_module", types.ModuleType("new"))
+    assert not judge.harness_changed(before)
 
 
 def test_the_server_refuses_to_fork_while_a_thread_runs():

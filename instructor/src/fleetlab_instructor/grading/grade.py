@@ -16,7 +16,7 @@ judge never ran that cell. A dead kernel is an error, never a pass.
 Known limit: an answer is code, and the judge runs it when a harness calls
 it. It runs without credentials or the instructor's package; the judge
 withholds a notebook's scores when an answer replaced the grader's own code
-while it ran (``judge.harness_fingerprint``), but code that runs as the
+while it ran (``judge.harness_changed``), but code that runs as the
 grader's user can still forge a verdict line: grade hostile submissions in a
 container or VM.
 

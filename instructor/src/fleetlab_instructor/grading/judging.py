@@ -55,6 +55,8 @@ class JudgeServer:
         self._ready = threading.Event()
 
     def __enter__(self) -> JudgeServer:
+        with self._guard:
+            self._launch()  # its imports overlap the first kernels' cells
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -90,19 +92,22 @@ class JudgeServer:
                 process.wait()
 
     def _started(self) -> subprocess.Popen[bytes]:
-        """The running server, started now if there is none or it died (an answer may kill it)."""
-        if self._process is not None and self._process.poll() is None:
-            return self._process
+        """The running server, ready; started now if there is none or it died (an answer may kill it)."""
+        if self._process is None or self._process.poll() is not None:
+            self._launch()
+        if not self._ready.wait(self._startup) or self._process.poll() is not None:
+            self._process.kill()
+            raise JudgeStopped(f"the judge server did not start within {self._startup:g} s")
+        return self._process
+
+    def _launch(self) -> None:
+        """Start a server process and the thread that reads its replies; it says "ready" once it has imported."""
         self._ready.clear()
         self._process = subprocess.Popen(
             [sys.executable, "-m", JUDGE_MODULE], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL, env=self._env, cwd=self._cwd,
         )
         threading.Thread(target=self._read, args=(self._process,), name="fleetlab-judge-replies", daemon=True).start()
-        if not self._ready.wait(self._startup) or self._process.poll() is not None:
-            self._process.kill()
-            raise JudgeStopped(f"the judge server did not start within {self._startup:g} s")
-        return self._process
 
     def _read(self, process: subprocess.Popen[bytes]) -> None:
         """Hand each reply to the thread waiting for it; when the server ends, wake every waiter empty-handed."""

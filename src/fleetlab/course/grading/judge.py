@@ -16,7 +16,7 @@ per event to ``RESULTS``: ``{"start": id}`` before a check runs, then
 out), or ``{"unreadable": why}`` for answers it cannot read, or
 ``{"broken": kind}`` when the judge itself failed, or
 ``{"tampered": id}`` when the answer to ``id`` changed the grader's own code
-while it ran (``harness_fingerprint``). Never pickle: the grader reads JSON
+while it ran (``harness_changed``). Never pickle: the grader reads JSON
 only. When the child ends the server answers ``{"folder", "exit", "timed_out"}``
 on stdout; a child past its ``seconds`` is killed with its process group.
 
@@ -93,7 +93,7 @@ def judge_folder(folder: Path) -> None:
                 _write(results, {"start": check_id})
                 verdict = judge_one(registry.get_check(check_id), hidden.get(check_id, ()), answers.get(check_id),
                                     backends)
-                if harness_fingerprint(request["modules"]) != before:
+                if harness_changed(before):
                     _write(results, {"tampered": check_id})
                     return
                 _write(results, {"check": check_id, **verdict})
@@ -150,45 +150,37 @@ def _write(results: Any, event: dict[str, Any]) -> None:
     results.flush()
 
 
-def harness_fingerprint(modules: Iterable[str]) -> _Identities:
-    """What the grader's own code is right now: every module of the grading package and the check ``modules``,
-    each attribute by identity (a function also by its code and defaults), and every registered check.
-
-    Two fingerprints are equal when nothing was replaced; an answer that patches the runner, the registry
-    or a harness changes it.
-    """
-    names = sorted({*(name for name in sys.modules if name == GRADING_PACKAGE or name.startswith(GRADING_PACKAGE + ".")),
-                    *modules})
-    prints = []
+def harness_fingerprint(modules: Iterable[str]) -> dict[tuple[str, str], tuple[Any, ...]]:
+    """What the grader's own code is right now: every loaded module of the grading package and the check
+    ``modules``, each attribute by identity (a function also by its code and defaults, a class by its
+    attributes), and every registered check. See ``harness_changed``."""
+    names = {*(name for name in sys.modules if name == GRADING_PACKAGE or name.startswith(GRADING_PACKAGE + ".")),
+             *modules}
+    prints: dict[tuple[str, str], tuple[Any, ...]] = {}
     for name in names:
         module = sys.modules.get(name)
-        prints.append((name, "", module, None))
-        for attribute, value in sorted(vars(module).items()) if module is not None else ():
-            prints += [(name, attribute, value, part) for part in _parts(value)]
-    prints += [("registry", check_id, check, None) for check_id, check in sorted(registry._CHECKS.items())]
-    return _Identities(prints)
+        prints[(name, "")] = (module,)
+        for attribute, value in vars(module).items() if module is not None else ():
+            prints[(name, attribute)] = (value, *_parts(value))
+    prints.update({("", check_id): (check,) for check_id, check in registry._CHECKS.items()})  # no module is ""
+    return prints
 
 
-def _parts(value: Any) -> list[Any]:
+def harness_changed(before: Mapping[tuple[str, str], tuple[Any, ...]]) -> bool:
+    """True when anything ``before`` fingerprinted is now another object or gone (what was added since is not
+    compared: a module imported during a check, a submodule set on its package)."""
+    now = harness_fingerprint({name for name, _ in before if name})
+    return any(len(now.get(key, ())) != len(objects) or any(a is not b for a, b in zip(now[key], objects))
+               for key, objects in before.items())
+
+
+def _parts(value: Any) -> tuple[Any, ...]:
     """What of ``value`` must stay the same object: a function's code and defaults, a class's attributes."""
     if inspect.isfunction(value):
-        return [value.__code__, value.__defaults__, value.__kwdefaults__]
+        return (value.__code__, value.__defaults__, value.__kwdefaults__)
     if inspect.isclass(value):
-        return [member for _, member in sorted(vars(value).items())]
-    return [None]
-
-
-class _Identities(list):
-    """A fingerprint: equal to another only when every entry holds the very same objects."""
-
-    def __eq__(self, other: object) -> bool:
-        return (isinstance(other, list) and len(self) == len(other)
-                and all(a[0] == b[0] and a[1] == b[1] and a[2] is b[2] and a[3] is b[3] for a, b in zip(self, other)))
-
-    def __ne__(self, other: object) -> bool:
-        return not self == other
-
-    __hash__ = None  # type: ignore[assignment]
+        return tuple(member for _, member in sorted(vars(value).items()))
+    return ()
 
 
 # --- the fork server ------------------------------------------------------------------------------------------------
