@@ -9,7 +9,7 @@ import types
 
 import pytest
 from fleetlab_instructor.checks import full_check
-from fleetlab_instructor.grading.judging import JudgeServer, judge_answers
+from fleetlab_instructor.grading.judging import Ended, JudgeServer, judge_answers
 from fleetlab_instructor.grading.sandbox import kernel_env
 
 from fleetlab.course.grading import judge, runner, session
@@ -108,3 +108,47 @@ def test_a_judge_server_that_died_is_started_again(fixture_lab, tmp_path):
         second = judge_answers(server, tmp_path / "two", [full_check("99.visibility")], answers, 60)
     assert first.errors == second.errors == []
     assert first.checks["99.visibility"]["status"] == second.checks["99.visibility"]["status"] == "pass"
+
+
+class ScriptedServer:
+    """Stands in for JudgeServer: each run writes the next scripted results and ends as scripted."""
+
+    def __init__(self, *runs):
+        self.runs, self.requests = list(runs), []
+
+    def run(self, folder, seconds):
+        events, ended = self.runs.pop(0)
+        self.requests.append(json.loads((folder / judge.REQUEST).read_text())["checks"])
+        (folder / judge.RESULTS).write_text("".join(json.dumps(event) + "\n" for event in events) + '{"cut sh')
+        return ended
+
+
+VERDICT = {"status": "pass", "diagnosis": "", "cases": []}
+
+
+def scripted(fixture_lab, tmp_path, *runs):
+    server = ScriptedServer(*runs)
+    checks = [full_check("99.dedupe"), full_check("99.visibility")]
+    return server, judge_answers(server, tmp_path / "job", checks, b"{}", 60)
+
+
+def test_an_answer_that_kills_its_judge_fails_its_check_and_the_next_judge_takes_the_rest(fixture_lab, tmp_path):
+    server, verdicts = scripted(fixture_lab, tmp_path,
+                                ([{"start": "99.dedupe"}], Ended(-9, False)),
+                                ([{"start": "99.visibility"}, {"check": "99.visibility", **VERDICT}], Ended(0, False)))
+    assert server.requests == [["99.dedupe", "99.visibility"], ["99.visibility"]]
+    assert verdicts.errors == [] and verdicts.checks["99.visibility"]["status"] == "pass"
+    assert verdicts.checks["99.dedupe"]["diagnosis"].startswith(
+        "your code stopped the process that ran it (killed by signal 9)")
+
+
+@pytest.mark.parametrize(("events", "ended", "error"), [
+    ([], Ended(0, False), "the judge ended (exit code 0) without judging 99.dedupe"),
+    ([{"start": "99.dedupe"}], Ended(-9, True), "grading timed out after 60 s"),
+    ([{"check": "99.dedupe", **VERDICT}, {"check": "99.dedupe", **VERDICT}], Ended(0, False),
+     "the judge reported 99.dedupe twice; scores withheld"),
+    ([{"broken": "KeyError"}], Ended(1, False), "grading failed (KeyError)"),
+])
+def test_a_judge_that_did_not_judge_every_check_once_says_so(fixture_lab, tmp_path, events, ended, error):
+    _, verdicts = scripted(fixture_lab, tmp_path, (events, ended))
+    assert verdicts.errors == [error]

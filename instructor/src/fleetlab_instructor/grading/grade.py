@@ -310,6 +310,7 @@ def grade_notebooks(
                 return grade_job(Job(str(paths[index]), texts[index], limits, start_kernel, judge_this, home))
             finally:
                 shutil.rmtree(home, ignore_errors=True)
+                shutil.rmtree(Path(root, f"judge-{index}"), ignore_errors=True)
 
         with server, ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="fleetlab-grade") as pool:
             futures = {pool.submit(grade_one, index): index for index in range(len(paths))}

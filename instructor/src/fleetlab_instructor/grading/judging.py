@@ -26,6 +26,8 @@ from fleetlab.course.grading.judge import ANSWERS, REQUEST, RESULTS
 from fleetlab.course.grading.registry import Check
 
 JUDGE_MODULE = "fleetlab.course.grading.judge"
+REPLY_GRACE = 30.0
+"""Seconds past a judge's own limit the server has to say it ended (it kills the judge at the limit)."""
 
 
 class JudgeStopped(FleetlabError):
@@ -74,7 +76,9 @@ class JudgeServer:
             except OSError as exc:
                 del self._waiting[str(folder)]
                 raise JudgeStopped(f"the judge server stopped ({exc})") from None
-        done.wait()
+        if not done.wait(seconds + REPLY_GRACE):
+            process.kill()  # a server that no longer answers is replaced at the next request
+            raise JudgeStopped(f"the judge server did not answer within {seconds + REPLY_GRACE:g} s")
         if "exit" not in reply:
             raise JudgeStopped("the judge server stopped while judging")
         return Ended(int(reply["exit"]), bool(reply["timed_out"]))
@@ -162,10 +166,11 @@ def judge_answers(server: JudgeServer, folder: Path, checks: Sequence[Check], an
             return verdicts
         if started is not None:
             verdicts.checks[started] = _stopped(ended.exit)
-        elif ended.exit != 0:
-            verdicts.errors.append(f"the judge failed (exit code {ended.exit})")
+        left = [check for check in remaining if check.id not in verdicts.checks]
+        if left and started is None and (ended.exit != 0 or len(left) == len(remaining)):
+            verdicts.errors.append(f"the judge ended (exit code {ended.exit}) without judging {left[0].id}")
             return verdicts
-        remaining = [check for check in remaining if check.id not in verdicts.checks]
+        remaining = left
     return verdicts
 
 
