@@ -193,16 +193,28 @@ class _Child:
     timed_out: bool = False
 
 
-def preload() -> None:
-    """Import what every judge needs once, in the server: the runner, boto3, moto and every shipped check."""
-    import boto3  # noqa: F401
-    import cloudpickle  # noqa: F401
-    import moto  # noqa: F401
+WARM_CALLS = {"sqs": "list_queues", "dynamodb": "list_tables", "stepfunctions": "list_state_machines",
+              "events": "list_event_buses", "s3": "list_buckets", "iam": "list_roles",
+              "sts": "get_caller_identity"}
+"""One call per service the library uses: moto imports a service's emulation on its first call (Step Functions'
+takes seconds), so the server makes it once and every judge it forks starts with it imported."""
 
-    import fleetlab.backends.backend  # noqa: F401
+
+def preload() -> None:
+    """Import what every judge needs once, in the server: the runner, boto3, moto and its emulation of each
+    service, and every shipped check. Leaves no backend open and no thread running."""
+    import cloudpickle  # noqa: F401
+
+    from fleetlab.backends.backend import open_backend
 
     for lab in registry.shipped_labs():
         registry.checks_of(lab)
+    backend = open_backend("moto")
+    try:
+        for service, call in WARM_CALLS.items():
+            getattr(backend.client(service), call)()
+    finally:
+        backend.close()
 
 
 def serve(requests: BinaryIO, replies: BinaryIO) -> None:
