@@ -1,5 +1,7 @@
 """Each grading step on its own, with a scripted kernel and a scripted judge standing in for real ones."""
 
+import threading
+
 import nbformat
 import pytest
 from fleetlab_instructor.grading.grade import (
@@ -287,3 +289,21 @@ def test_the_judges_cases_reach_the_feedback(fixture_lab, tmp_path):
         CaseReport("", True, "fail", "a second publish of the same alert"),
     ))}
     assert scored.scores == {"99.visibility": 1.5}
+
+
+def test_a_notebook_holds_a_kernels_place_until_its_kernel_stops_and_is_judged_without_it(fixture_lab, tmp_path):
+    kernels = threading.Semaphore(1)
+    free_while_judged = []
+
+    def judge_while_checking(checks, answers, seconds):
+        free_while_judged.append(kernels.acquire(blocking=False))
+        kernels.release()
+        return Verdicts()
+
+    held_while_kernel_ran = []
+    graded = Job("alice_99_fixture.ipynb", notebook("a"), SHORT,
+                 lambda nb: held_while_kernel_ran.append(not kernels.acquire(blocking=False))
+                 or ScriptedKernel(nb, tmp_path), judge_while_checking, tmp_path)
+    grade_job(graded, kernels)
+    assert held_while_kernel_ran == [True] and free_while_judged == [True]
+    assert graded.kernel.stopped and kernels.acquire(blocking=False)

@@ -31,6 +31,7 @@ from __future__ import annotations
 import re
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -54,7 +55,11 @@ CHECK_CALL = re.compile(r"""\bcheck\(\s*["'](\d\d\.[a-z0-9][a-z0-9_-]*)["']""")
 SCORED = (CheckStatus.PASS, CheckStatus.FAIL)  # a fail keeps the points of the cases it passed
 _ERROR_CHARS = 160
 DEFAULT_WORKERS = 2
-"""Notebooks graded at once: each kernel is CPU-bound, so two keep a two-core machine busy."""
+"""Kernels running at once: each is CPU-bound, so two keep a two-core machine busy."""
+JUDGES_PER_WORKER = 2
+"""Notebooks each worker leaves with the judge while its next kernel runs. A judge mostly waits (moto's Step
+Functions runs its states on real time: lab 04's solution took 18 s of a judge's wall time for 2.6 s of CPU),
+so its waiting need not hold a kernel's place."""
 
 
 @dataclass(frozen=True)
@@ -255,20 +260,35 @@ STEPS: tuple[tuple[str, Callable[[Job], None]], ...] = (
 )
 
 
-def grade_job(job: Job) -> GradeRow:
-    """Take ``job`` through every step; the kernel is always stopped, a report always made."""
+def grade_job(job: Job, kernels: threading.Semaphore | None = None) -> GradeRow:
+    """Take ``job`` through every step; the kernel is always stopped, a report always made.
+
+    ``kernels`` bounds the kernels running at once: this job holds one of its
+    places from the first step until its kernel is stopped, before it is judged.
+    """
+    held = kernels is not None and kernels.acquire()
     try:
         for name, step in STEPS[:-1]:
+            if name == "judge" and held:
+                _stop_kernel(job)
+                kernels.release()
+                held = False
             try:
                 step(job)
             except Exception as exc:  # a grader bug or a broken kernel channel: this notebook only
                 job.errors.append(f"grading step {name!r} failed ({_short(exc)})")
                 break
     finally:
-        if job.kernel is not None:
-            job.kernel.shutdown()
+        _stop_kernel(job)
+        if held:
+            kernels.release()
     report(job)
     return job.row
+
+
+def _stop_kernel(job: Job) -> None:
+    if job.kernel is not None:
+        job.kernel.shutdown()
 
 
 def grade_notebooks(
@@ -279,11 +299,12 @@ def grade_notebooks(
     grader_env: Mapping[str, str],
     on_graded: Callable[[GradeRow], None] = lambda row: None,
 ) -> list[GradeRow]:
-    """Grade every notebook, ``workers`` at a time, each in its own kernel, home and cwd, each judged apart.
+    """Grade every notebook, ``workers`` kernels at a time, each in its own kernel, home and cwd, each judged apart.
 
     Rows come back in the order of ``paths``. All notebooks are read before
     any runs, so one submission cannot alter another before it is graded.
-    One judge server serves the batch, in the kernels' sandbox.
+    One judge server serves the batch, in the kernels' sandbox; up to
+    ``JUDGES_PER_WORKER`` notebooks per worker are judged while the next kernels run.
     """
     texts = [path.read_text(encoding="utf-8") for path in paths]
     rows: list[GradeRow | None] = [None] * len(paths)
@@ -307,12 +328,15 @@ def grade_notebooks(
                 return judge_answers(server, Path(root, f"judge-{index}"), checks, answers, seconds)
 
             try:
-                return grade_job(Job(str(paths[index]), texts[index], limits, start_kernel, judge_this, home))
+                return grade_job(Job(str(paths[index]), texts[index], limits, start_kernel, judge_this, home), kernels)
             finally:
                 shutil.rmtree(home, ignore_errors=True)
                 shutil.rmtree(Path(root, f"judge-{index}"), ignore_errors=True)
 
-        with server, ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="fleetlab-grade") as pool:
+        workers = max(1, workers)
+        kernels = threading.Semaphore(workers)
+        with server, ThreadPoolExecutor(max_workers=workers * (1 + JUDGES_PER_WORKER),
+                                        thread_name_prefix="fleetlab-grade") as pool:
             futures = {pool.submit(grade_one, index): index for index in range(len(paths))}
             for future in as_completed(futures):
                 rows[futures[future]] = row = future.result()
