@@ -175,6 +175,19 @@ def test_a_kernel_that_wrote_no_answers_file_is_recorded(fixture_lab, tmp_path):
     assert silent.answers is None and silent.errors == ["the kernel handed in no answers"]
 
 
+def test_only_the_hand_in_cells_file_counts_and_only_up_to_its_weight(fixture_lab, tmp_path, monkeypatch):
+    (tmp_path / ANSWERS_FILE).write_text("left by a learner's cell")
+    silent = job(tmp_path, notebook("a"), answers=None)
+    for step in (prepare, execute, hand_in):
+        step(silent)
+    assert silent.answers is None and silent.errors == ["the kernel handed in no answers"]
+    monkeypatch.setattr("fleetlab_instructor.grading.grade.MAX_ANSWERS_BYTES", 2**20)
+    heavy = job(tmp_path, notebook("a"), answers=b"x" * (2**20 + 1))
+    for step in (prepare, execute, hand_in):
+        step(heavy)
+    assert heavy.answers is None and heavy.errors == ["the answers handed in weigh over 1 MB; none was graded"]
+
+
 def test_no_hand_in_after_the_kernel_died(fixture_lab, tmp_path):
     dead = job(tmp_path, notebook("crash()"), script={1: ("dead", "")})
     for step in (prepare, execute, hand_in):

@@ -108,6 +108,8 @@ class GradeRow:
 
 ANSWERS_FILE = "fleetlab-answers.json"
 """Where, in the kernel's working folder, the hand-in cell writes the answers."""
+MAX_ANSWERS_BYTES = 64 * 2**20
+"""The most a notebook's handed-in answers may weigh; the grader reads no more."""
 
 Judge = Callable[[Sequence[Check], bytes, float], Verdicts]
 """Judge a notebook's handed-in answers on these checks within so many seconds (``judging.judge_answers``)."""
@@ -194,6 +196,8 @@ def hand_in(job: Job) -> None:
     if job.kernel is None or not job.kernel.alive:
         return
     names = {check_id: check.answer_name for check_id, check in sorted(job.graded.items())}
+    handed_in = job.workdir / ANSWERS_FILE
+    handed_in.unlink(missing_ok=True)  # only the hand-in cell's file counts, never one a learner's cell left
     job.nb.cells.append(nbformat.v4.new_code_cell(hand_in_source(names)))
     run = job.kernel.run_cell(len(job.nb.cells) - 1, job.limits.grading)
     if run.status == CellStatus.DEAD:
@@ -202,10 +206,12 @@ def hand_in(job: Job) -> None:
         job.errors.append(f"handing in the answers timed out after {job.limits.grading:g} s")
     elif run.status == CellStatus.ERROR:
         job.errors.append(f"handing in the answers failed ({run.error.split(':', 1)[0]})")
-    elif not (job.workdir / ANSWERS_FILE).is_file():
+    elif not handed_in.is_file():
         job.errors.append("the kernel handed in no answers")
+    elif handed_in.stat().st_size > MAX_ANSWERS_BYTES:
+        job.errors.append(f"the answers handed in weigh over {MAX_ANSWERS_BYTES // 2**20} MB; none was graded")
     else:
-        job.answers = (job.workdir / ANSWERS_FILE).read_bytes()  # untrusted bytes: only the judge reads them
+        job.answers = handed_in.read_bytes()  # untrusted bytes: only the judge reads them
 
 
 def judge(job: Job) -> None:
