@@ -29,6 +29,7 @@ import pytest
 from fleetlab_instructor.checks import side_of
 from fleetlab_instructor.grading.assign import BEGIN, END, strip_solutions
 from fleetlab_instructor.grading.grade import Job, Limits, grade_job
+from fleetlab_instructor.grading.judging import JudgeServer, judge_answers
 from fleetlab_instructor.grading.release import TEMPLATE, learner_test_pins, template_files, write_release
 from fleetlab_instructor.grading.sandbox import kernel_env, write_kernel_startup
 from fleetlab_tools.kernel import NotebookKernel
@@ -316,17 +317,22 @@ PROBE = "import fleetlab as _probe\nprint('fleetlab imported from', _probe.__fil
 
 
 def grade_with_library(notebook: Path, library: Path, cwd: Path, work: Path) -> tuple[Job, str]:
-    """Grade ``notebook`` (a probe cell appended) in a kernel whose fleetlab is ``library``'s; the job and
-    what the probe printed."""
+    """Grade ``notebook`` (a probe cell appended) in a kernel, and a judge, whose fleetlab is ``library``'s; the
+    job and what the probe printed."""
     nb = nbformat.read(notebook, as_version=4)
     nb.cells.append(nbformat.v4.new_code_cell(PROBE))
-    home, shared = work / "home", work / "shared"
+    home, shared, judging = work / "home", work / "shared", work / "judge"
     home.mkdir(parents=True)
+    judging.mkdir()
     write_kernel_startup(shared)
-    env = kernel_env({**os.environ, "PYTHONPATH": str(library)}, home, shared)
-    job = Job(notebook.name, nbformat.writes(nb), Limits(cell=120, notebook=300, grading=120),
-              lambda parsed: NotebookKernel(parsed, env=env, cwd=cwd, startup_timeout=60).start())
-    grade_job(job)
+    grader_env = {**os.environ, "PYTHONPATH": str(library)}
+    env = kernel_env(grader_env, home, shared)
+    with JudgeServer(kernel_env(grader_env, judging, shared), judging) as server:
+        job = Job(notebook.name, nbformat.writes(nb), Limits(cell=120, notebook=300, grading=120),
+                  lambda parsed: NotebookKernel(parsed, env=env, cwd=cwd, startup_timeout=60).start(),
+                  lambda checks, answers, seconds: judge_answers(server, work / "verdicts", checks, answers, seconds),
+                  cwd)
+        grade_job(job)
     return job, str(job.nb.cells[len(nb.cells) - 1].outputs)
 
 

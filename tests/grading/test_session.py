@@ -1,12 +1,13 @@
+import base64
 import json
+import pickle
+import threading
 
 import pytest
-from fleetlab_instructor.checks import full_check
 from fleetlab_instructor.checks.lab00 import planes as lab00
-from fleetlab_instructor.grading.grade import hidden_cases
 
 from fleetlab.core.errors import ConfigError
-from fleetlab.course.grading import check, grade_session, progress
+from fleetlab.course.grading import check, progress, session
 from fleetlab.course.grading.session import UnexpectedCheckStatus
 
 from .answers import good_handle
@@ -23,39 +24,34 @@ def test_check_runs_public_cases_records_and_displays_what_they_cover(capsys):
     assert "1/1" not in shown and "points" not in shown.splitlines()[0]
 
 
-def test_grade_session_regrades_the_last_answer_with_hidden_cases():
-    check("00.planes", {**lab00.REFERENCE, "workers": "control"})  # public cases pass
-    check("00.planes", {**lab00.REFERENCE, "claim-check bucket": "work"})  # the last answer counts
-    payload = grade_session("nonce-1", hidden_cases(["00.planes"]))
-    assert payload["nonce"] == "nonce-1"
-    graded = payload["checks"]["00.planes"]
-    assert (graded["status"], graded["points"], graded["max_points"]) == ("fail", 0.875, 1)
-    assert [(case["name"], case["hidden"], case["status"]) for case in graded["cases"]] == [
-        *((case.name, False, "pass") for case in lab00.PUBLIC),
-        *(("", True, "fail" if case.name == "claim-check bucket" else "pass") for case in lab00.HIDDEN),
-    ]
-    assert graded["diagnosis"] == graded["cases"][-1]["diagnosis"]  # the failed case's, for the grader only
-    assert payload["expected"] == {"00.planes": 1}
+def test_in_a_graded_kernel_check_runs_no_case_and_remembers_the_answer(monkeypatch, capsys):
+    monkeypatch.setenv("FLEETLAB_GRADED", "1")
+    result = check("00.planes", {**lab00.REFERENCE, "workers": "control"})
+    assert (result.status, result.cases, result.points) == ("not yet", [], None)
+    assert result.diagnosis.startswith("graded by the grader")
+    assert "graded by the grader" in capsys.readouterr().out
+    assert progress.load() == {}
+    assert session._answers["00.planes"]["workers"] == "control"
 
 
-def test_grades_name_no_hidden_case_and_carry_nothing_the_learner_prints_while_hidden_cases_run(fixture_lab, capsys):
-    def talkative(message, done, file_ticket):
-        print("handling", message)
-        good_handle(message, done, file_ticket)
+def test_hand_in_writes_each_answer_by_value_and_says_which_cannot_travel(tmp_path):
+    lock = threading.Lock()
 
-    check("99.dedupe", talkative)
-    assert "handling" in capsys.readouterr().out  # the public cases may print
-    payload = grade_session("nonce-2", hidden_cases(["99.dedupe"]))
-    assert "handling" not in capsys.readouterr().out
-    graded = payload["checks"]["99.dedupe"]
-    assert (graded["status"], graded["points"], graded["max_points"]) == ("pass", 3, 3)
-    assert [case["hidden"] for case in graded["cases"]] == [False, False, True, True]
-    for hidden in full_check("99.dedupe").hidden:
-        assert hidden.name not in json.dumps(payload)
+    def holds_a_lock(message, done, file_ticket):
+        with lock:
+            good_handle(message, done, file_ticket)
 
-
-def test_a_session_that_checked_nothing_grades_nothing():
-    assert grade_session("n", hidden_cases([])) == {"nonce": "n", "checks": {}, "expected": {}}
+    check("00.planes", dict(lab00.REFERENCE))
+    session._answers["99.dedupe"] = holds_a_lock
+    session._answers["99.visibility"] = ...
+    session.hand_in(tmp_path / "answers.json", {"00.planes": "", "99.dedupe": "handle",
+                                                "99.visibility": "visibility_timeout", "99.other": "nothing"})
+    answers = json.loads((tmp_path / "answers.json").read_text())["answers"]
+    assert sorted(answers) == ["00.planes", "99.dedupe", "99.visibility"]  # 99.other has no answer
+    assert pickle.loads(base64.b64decode(answers["00.planes"]["pickle"])) == dict(lab00.REFERENCE)
+    assert pickle.loads(base64.b64decode(answers["99.visibility"]["pickle"])) is Ellipsis
+    assert answers["99.dedupe"]["unpicklable"].startswith("`handle` could not be handed to the grader (TypeError: ")
+    assert "pass what it needs as an argument" in answers["99.dedupe"]["unpicklable"]
 
 
 def test_ci_can_require_every_check_to_pass_or_to_say_not_yet(monkeypatch):

@@ -119,7 +119,7 @@ def release(out: Path, course: Path, force: bool) -> int:
 @click.option("--notebook-timeout", type=POSITIVE_FLOAT, default=300, help="seconds per notebook (default 300)")
 @click.option("--grading-timeout", type=POSITIVE_FLOAT, default=60, help="seconds for the hidden cases (default 60)")
 @click.option("--workers", type=POSITIVE_INT, default=DEFAULT_WORKERS,
-              help=f"notebooks graded at once (default {DEFAULT_WORKERS})")
+              help=f"kernels running at once (default {DEFAULT_WORKERS}); the judge takes more notebooks meanwhile")
 def grade(paths: tuple[Path, ...], out: Path, feedback: Path, report: Path | None, shard: Shard, cell_timeout: float,
           notebook_timeout: float, grading_timeout: float, workers: int) -> int:
     from fleetlab_instructor.grading import gradebook

@@ -127,6 +127,8 @@ class Settings:
     ``fl-<learner>-``; None: no learner in the prefix."""
     expect_checks: str | None = _setting("FLEETLAB_EXPECT_CHECKS", _expectation)
     """``pass`` or ``not yet``: what every ``check()`` must say (a CI run of the notebooks); None: anything."""
+    graded: bool = _setting("FLEETLAB_GRADED", _opt_in, False)
+    """The grader runs this kernel: ``check()`` keeps the answer and runs no case (the grader's judge does)."""
     localstack_endpoint: str = _setting("LOCALSTACK_ENDPOINT", _url, "http://localhost:4566")
     """Where the ``localstack`` backend finds LocalStack."""
     dynamodb_endpoint: str | None = _setting("FLEETLAB_DYNAMODB_ENDPOINT", _url)

@@ -1,23 +1,39 @@
 """Grade submitted notebooks: an ordered list of small named steps per notebook.
 
-    prepare -> execute -> add hidden cases -> score -> report
+    prepare -> execute -> hand in -> judge -> report
+
+The learner's kernel only runs the learner's cells and hands the answers
+over: a last cell the grader appends (``session.hand_in``) writes each
+answer, serialised by value, to a file. The verdict is computed outside that
+kernel, by a judge (``fleetlab.course.grading.judge``): a fresh process in
+the same sandbox in which no learner cell ever ran, given the hidden cases
+by the grader. It reports each case's status as JSON; the grader scores the
+cases with its own registry's checks (their points, their number of cases),
+and nothing the notebook printed or displayed counts. A learner's cell may
+replace ``check``, the runner, the registry or ``display`` in its kernel: the
+judge never ran that cell. A dead kernel is an error, never a pass.
+
+Known limit: an answer is code, and the judge runs it when a harness calls
+it. It runs without credentials or the instructor's package; the judge
+withholds a notebook's scores when an answer replaced the grader's own code
+while it ran (``judge.harness_changed``), but code that runs as the
+grader's user can still forge a verdict line: grade hostile submissions in a
+container or VM.
 
 Each step reads and fills in the ``Job``; a learner's mistake (a raising
 cell, a hang, a dead kernel) is recorded in ``job.errors`` and the later
-steps see it, so one notebook's failure costs only its own points. A dead
-kernel is an error, never a pass: scores come only from a grading cell that
-finished, and only from its one output that carries this run's nonce.
+steps see it, so one notebook's failure costs only its own points.
 Errors name cells counted from 1 at the top of the notebook, markdown included.
 """
 
 from __future__ import annotations
 
 import re
-import secrets
 import shutil
 import tempfile
+import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,10 +43,11 @@ import nbformat
 from fleetlab_tools.kernel import CellStatus, KernelStartFailed, NotebookKernel
 from nbformat import NotebookNode
 
-from fleetlab.course.grading import handover
-from fleetlab.course.grading.results import CheckStatus
-from fleetlab.course.grading.session import GRADES_MIME
-from fleetlab_instructor.checks import full_checks
+from fleetlab.core.errors import InvalidInput
+from fleetlab.course.grading.registry import Check
+from fleetlab.course.grading.results import CaseResult, CheckStatus, conclude
+from fleetlab_instructor.checks import full_check, full_checks
+from fleetlab_instructor.grading.judging import JudgeServer, Verdicts, judge_answers
 from fleetlab_instructor.grading.sandbox import kernel_env, write_kernel_startup
 from fleetlab_instructor.grading.submissions import lab_of
 
@@ -38,7 +55,11 @@ CHECK_CALL = re.compile(r"""\bcheck\(\s*["'](\d\d\.[a-z0-9][a-z0-9_-]*)["']""")
 SCORED = (CheckStatus.PASS, CheckStatus.FAIL)  # a fail keeps the points of the cases it passed
 _ERROR_CHARS = 160
 DEFAULT_WORKERS = 2
-"""Notebooks graded at once: each kernel is CPU-bound, so two keep a two-core machine busy."""
+"""Kernels running at once: each is CPU-bound, so two keep a two-core machine busy."""
+JUDGES_PER_WORKER = 2
+"""Notebooks each worker leaves with the judge while its next kernel runs. A judge mostly waits (moto's Step
+Functions runs its states on real time: lab 04's solution took 18 s of a judge's wall time for 2.6 s of CPU),
+so its waiting need not hold a kernel's place."""
 
 
 @dataclass(frozen=True)
@@ -53,7 +74,7 @@ class Limits:
 
 @dataclass(frozen=True)
 class CaseReport:
-    """One case as the grading cell reported it; a hidden case comes without its name."""
+    """One case as the judge reported it; a hidden case comes without its name."""
 
     name: str
     hidden: bool
@@ -63,7 +84,7 @@ class CaseReport:
 
 @dataclass(frozen=True)
 class CheckReport:
-    """One check's verdict as the grading cell reported it: its status and its cases (for the feedback)."""
+    """One check's verdict as the judge reported it: its status and its cases (for the feedback)."""
 
     status: str
     diagnosis: str
@@ -85,18 +106,33 @@ class GradeRow:
         return sum(self.scores.values())
 
 
+ANSWERS_FILE = "fleetlab-answers.json"
+"""Where, in the kernel's working folder, the hand-in cell writes the answers."""
+MAX_ANSWERS_BYTES = 64 * 2**20
+"""The most a notebook's handed-in answers may weigh; the grader reads no more."""
+
+Judge = Callable[[Sequence[Check], bytes, float], Verdicts]
+"""Judge a notebook's handed-in answers on these checks within so many seconds (``judging.judge_answers``)."""
+
+
 @dataclass
 class Job:
-    """One notebook on its way through the steps. ``start_kernel(nb)`` returns a started kernel."""
+    """One notebook on its way through the steps.
+
+    ``start_kernel(nb)`` returns a started kernel whose working folder is
+    ``workdir``; ``judge`` computes the verdicts (``Judge``).
+    """
 
     name: str
     text: str
     limits: Limits
     start_kernel: Callable[[NotebookNode], Any]
-    nonce: str = field(default_factory=lambda: secrets.token_hex(16))
+    judge: Judge
+    workdir: Path
     nb: NotebookNode | None = None
     kernel: Any = None
-    grading_cell: int | None = None
+    graded: dict[str, Check] = field(default_factory=dict)
+    answers: bytes | None = None
     max_points: dict[str, float | None] = field(default_factory=dict)
     scores: dict[str, float] = field(default_factory=dict)
     checks: dict[str, CheckReport] = field(default_factory=dict)
@@ -105,17 +141,25 @@ class Job:
 
 
 def prepare(job: Job) -> None:
-    """Read the notebook, clear its outputs, and note the checks of its lab (from its name) and those it calls."""
+    """Read the notebook, clear its outputs, and note the checks of its lab (from its name) and those it calls.
+
+    Each check and its maximum come from the grader's own registry; a called
+    check it does not know keeps no maximum and scores nothing.
+    """
     try:
         nb = nbformat.reads(job.text, as_version=4)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         job.errors.append(f"not a readable notebook ({_short(exc)})")
         return
-    job.max_points.update(dict.fromkeys(check.id for check in full_checks(lab_of(Path(job.name)))))
+    job.graded.update((check.id, check) for check in full_checks(lab_of(Path(job.name))))
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
-            job.max_points.update(dict.fromkeys(CHECK_CALL.findall(cell.source)))
+            for check_id in CHECK_CALL.findall(cell.source):
+                if check_id not in job.graded and (check := _known_check(check_id)) is not None:
+                    job.graded[check_id] = check
+                job.max_points.setdefault(check_id, None)
+    job.max_points.update((check_id, check.points) for check_id, check in job.graded.items())
     job.nb = nb
 
 
@@ -147,40 +191,64 @@ def execute(job: Job) -> None:
             return
 
 
-def add_hidden_cases(job: Job) -> None:
-    """Append and run the grading cell: every checked answer again, with hidden cases."""
+def hand_in(job: Job) -> None:
+    """Append and run the hand-in cell: the kernel writes the answer to every graded check to ``ANSWERS_FILE``."""
     if job.kernel is None or not job.kernel.alive:
         return
-    labs = sorted({check_id.split(".", 1)[0] for check_id in job.max_points})
-    job.nb.cells.append(nbformat.v4.new_code_cell(grading_source(job.nonce, hidden_cases(job.max_points), labs)))
-    index = len(job.nb.cells) - 1
-    run = job.kernel.run_cell(index, job.limits.grading)
-    if run.status == CellStatus.OK:
-        job.grading_cell = index
-    elif run.status == CellStatus.DEAD:
-        job.errors.append("the kernel died while grading")
+    names = {check_id: check.answer_name for check_id, check in sorted(job.graded.items())}
+    handed_in = job.workdir / ANSWERS_FILE
+    handed_in.unlink(missing_ok=True)  # only the hand-in cell's file counts, never one a learner's cell left
+    job.nb.cells.append(nbformat.v4.new_code_cell(hand_in_source(names)))
+    run = job.kernel.run_cell(len(job.nb.cells) - 1, job.limits.grading)
+    if run.status == CellStatus.DEAD:
+        job.errors.append("the kernel died while handing in the answers")
     elif run.status == CellStatus.TIMEOUT:
-        job.errors.append(f"grading timed out after {job.limits.grading:g} s")
+        job.errors.append(f"handing in the answers timed out after {job.limits.grading:g} s")
+    elif run.status == CellStatus.ERROR:
+        job.errors.append(f"handing in the answers failed ({run.error.split(':', 1)[0]})")
+    elif not handed_in.is_file():
+        job.errors.append("the kernel handed in no answers")
+    elif handed_in.stat().st_size > MAX_ANSWERS_BYTES:
+        job.errors.append(f"the answers handed in weigh over {MAX_ANSWERS_BYTES // 2**20} MB; none was graded")
     else:
-        job.errors.append(f"grading failed ({run.error.split(':', 1)[0]})")  # no message: it may quote hidden inputs
+        job.answers = handed_in.read_bytes()  # untrusted bytes: only the judge reads them
 
 
-def score(job: Job) -> None:
-    """Read the points from the grading cell's one output that carries this job's nonce."""
-    if job.grading_cell is None:
+def judge(job: Job) -> None:
+    """Stop the kernel, have the judge run every graded check on the answers, and score its verdicts."""
+    if job.kernel is not None:
+        job.kernel.shutdown()
+    if job.answers is None:
         return
-    outputs = job.nb.cells[job.grading_cell].outputs
-    payloads = [out.get("data", {}).get(GRADES_MIME) for out in outputs if out.output_type == "display_data"]
-    genuine = [payload for payload in payloads if isinstance(payload, Mapping) and payload.get("nonce") == job.nonce]
-    if len(genuine) != 1:
-        job.errors.append("no grades were reported" if not genuine else "grade output was forged; scores withheld")
+    verdicts = job.judge(list(job.graded.values()), job.answers, job.limits.grading)
+    job.errors += verdicts.errors
+    if verdicts.withheld:
         return
     try:
-        _read_grades(job, genuine[0])
+        for check_id, verdict in verdicts.checks.items():
+            if check_id in job.graded:
+                job.checks[check_id] = _check_report(verdict)
+                job.scores[check_id] = earned(job.graded[check_id], verdict)
     except (KeyError, TypeError, ValueError) as exc:
         job.scores.clear()
         job.checks.clear()
         job.errors.append(f"grades were malformed ({_short(exc)}); scores withheld")
+
+
+def earned(check: Check, verdict: Mapping[str, Any]) -> float:
+    """The points ``verdict``'s cases earn on the grader's own ``check``: none unless it reports every case.
+
+    A fail keeps the points of the cases it passed (unless the check is all
+    or nothing); an error or a "not yet" earns nothing.
+    """
+    cases = [CaseResult(str(case["name"]), CheckStatus(case["status"]), str(case["diagnosis"]), bool(case["hidden"]))
+             for case in verdict["cases"]]
+    hidden = sum(case.hidden for case in cases)
+    if not cases or (len(cases) - hidden, hidden) != (len(check.public), check.hidden_cases):
+        return 0.0
+    result = conclude(check, cases, graded=True)
+    points = result.points if result.status in SCORED else 0.0
+    return min(max(float(points), 0.0), check.points)
 
 
 def report(job: Job) -> None:
@@ -192,26 +260,41 @@ def report(job: Job) -> None:
 STEPS: tuple[tuple[str, Callable[[Job], None]], ...] = (
     ("prepare", prepare),
     ("execute", execute),
-    ("add hidden cases", add_hidden_cases),
-    ("score", score),
+    ("hand in", hand_in),
+    ("judge", judge),
     ("report", report),
 )
 
 
-def grade_job(job: Job) -> GradeRow:
-    """Take ``job`` through every step; the kernel is always stopped, a report always made."""
+def grade_job(job: Job, kernels: threading.Semaphore | None = None) -> GradeRow:
+    """Take ``job`` through every step; the kernel is always stopped, a report always made.
+
+    ``kernels`` bounds the kernels running at once: this job holds one of its
+    places from the first step until its kernel is stopped, before it is judged.
+    """
+    held = kernels is not None and kernels.acquire()
     try:
         for name, step in STEPS[:-1]:
+            if name == "judge" and held:
+                _stop_kernel(job)
+                kernels.release()
+                held = False
             try:
                 step(job)
             except Exception as exc:  # a grader bug or a broken kernel channel: this notebook only
                 job.errors.append(f"grading step {name!r} failed ({_short(exc)})")
                 break
     finally:
-        if job.kernel is not None:
-            job.kernel.shutdown()
+        _stop_kernel(job)
+        if held:
+            kernels.release()
     report(job)
     return job.row
+
+
+def _stop_kernel(job: Job) -> None:
+    if job.kernel is not None:
+        job.kernel.shutdown()
 
 
 def grade_notebooks(
@@ -222,10 +305,12 @@ def grade_notebooks(
     grader_env: Mapping[str, str],
     on_graded: Callable[[GradeRow], None] = lambda row: None,
 ) -> list[GradeRow]:
-    """Grade every notebook, ``workers`` at a time, each in its own kernel, home and cwd.
+    """Grade every notebook, ``workers`` kernels at a time, each in its own kernel, home and cwd, each judged apart.
 
     Rows come back in the order of ``paths``. All notebooks are read before
     any runs, so one submission cannot alter another before it is graded.
+    One judge server serves the batch, in the kernels' sandbox; up to
+    ``JUDGES_PER_WORKER`` notebooks per worker are judged while the next kernels run.
     """
     texts = [path.read_text(encoding="utf-8") for path in paths]
     rows: list[GradeRow | None] = [None] * len(paths)
@@ -233,6 +318,9 @@ def grade_notebooks(
         shared_cache = Path(root, "shared")
         shared_cache.mkdir()
         write_kernel_startup(shared_cache)
+        server_home = Path(root, "judge")
+        server_home.mkdir()
+        server = JudgeServer(kernel_env(grader_env, server_home, shared_cache), server_home, startup=limits.startup)
 
         def grade_one(index: int) -> GradeRow:
             home = Path(root, f"notebook-{index}")
@@ -242,12 +330,19 @@ def grade_notebooks(
             def start_kernel(nb: NotebookNode) -> NotebookKernel:
                 return NotebookKernel(nb, env=env, cwd=home, startup_timeout=limits.startup).start()
 
+            def judge_this(checks: Sequence[Check], answers: bytes, seconds: float) -> Verdicts:
+                return judge_answers(server, Path(root, f"judge-{index}"), checks, answers, seconds)
+
             try:
-                return grade_job(Job(str(paths[index]), texts[index], limits, start_kernel))
+                return grade_job(Job(str(paths[index]), texts[index], limits, start_kernel, judge_this, home), kernels)
             finally:
                 shutil.rmtree(home, ignore_errors=True)
+                shutil.rmtree(Path(root, f"judge-{index}"), ignore_errors=True)
 
-        with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="fleetlab-grade") as pool:
+        workers = max(1, workers)
+        kernels = threading.Semaphore(workers)
+        with server, ThreadPoolExecutor(max_workers=workers * (1 + JUDGES_PER_WORKER),
+                                        thread_name_prefix="fleetlab-grade") as pool:
             futures = {pool.submit(grade_one, index): index for index in range(len(paths))}
             for future in as_completed(futures):
                 rows[futures[future]] = row = future.result()
@@ -255,28 +350,17 @@ def grade_notebooks(
     return rows
 
 
-def hidden_cases(check_ids: Iterable[str]) -> str:
-    """The hidden cases of every check of the labs ``check_ids`` name, handed over as text (``handover``)."""
-    labs = sorted({check_id.split(".", 1)[0] for check_id in check_ids})
-    return handover.encode({check.id: check.hidden for lab in labs for check in full_checks(lab)})
-
-
-def grading_source(nonce: str, hidden: str, labs: Sequence[str] = ()) -> str:
-    """The grading cell's code: grade every check of ``labs`` and every checked answer, with ``hidden``'s cases."""
+def hand_in_source(names: Mapping[str, str]) -> str:
+    """The hand-in cell's code: write the answer to each check of ``names`` (id -> answer name) to ``ANSWERS_FILE``."""
     return ("import fleetlab.course.grading.session\n"
-            f'fleetlab.course.grading.session.grade_session("{nonce}", "{hidden}", {tuple(labs)!r});')
+            f"fleetlab.course.grading.session.hand_in({ANSWERS_FILE!r}, {dict(names)!r});")
 
 
-
-def _read_grades(job: Job, payload: Mapping[str, Any]) -> None:
-    for check_id, max_points in payload["expected"].items():
-        job.max_points[str(check_id)] = float(max_points)
-    for check_id, grade in payload["checks"].items():
-        max_points = float(grade["max_points"])
-        job.max_points[str(check_id)] = max_points
-        earned = float(grade["points"]) if grade["status"] in SCORED else 0.0
-        job.scores[str(check_id)] = min(max(earned, 0.0), max_points)
-        job.checks[str(check_id)] = _check_report(grade)
+def _known_check(check_id: str) -> Check | None:
+    try:
+        return full_check(check_id)
+    except InvalidInput:
+        return None
 
 
 def _check_report(grade: Mapping[str, Any]) -> CheckReport:

@@ -1,4 +1,4 @@
-"""The environment a submission's kernel runs in: no credentials, a throwaway home, no instructor's side.
+"""The environment a submission's kernel and its judge run in: no credentials, a throwaway home, no instructor's side.
 
 The kernel gets an allowlist of the grader's variables (enough to find
 Python and fleetlab), never an ``AWS_*`` one, never the opt-in to real AWS.
@@ -6,8 +6,13 @@ The SDK's credential sources are pointed away: the shared files at a path
 that does not exist, instance metadata disabled, ``HOME`` a fresh directory.
 ``FLEETLAB_BACKEND`` is ``moto``. Before the learner's first cell, IPython's
 startup file (``write_kernel_startup``) makes the instructor's package
-unimportable, so no answer can be taken from it. Learner code still runs as the grader's
-user: for hostile submissions, run the grader in a container or VM.
+unimportable, so no answer can be taken from it; ``FLEETLAB_GRADED=1`` makes
+``check()`` keep the answer and run no case. The judge that computes the
+verdict (``fleetlab.course.grading.judge``) runs in the same environment and
+refuses the instructor's package too; no learner cell runs there, but the
+answers do, when a check calls them. Learner code still runs as the grader's
+user, in the kernel and in the judge: for hostile submissions, run the grader
+in a container or VM.
 """
 
 from __future__ import annotations
@@ -22,7 +27,8 @@ PASSED_THROUGH = re.compile(
     r"^(PATH|LANG|LANGUAGE|LC_[A-Z]+|TZ|TMPDIR|TEMP|TMP|PYTHONPATH|VIRTUAL_ENV|CONDA_PREFIX"
     r"|LD_LIBRARY_PATH|SYSTEMROOT|FLEETLAB_[A-Z0-9_]+)$"
 )
-NEVER_PASSED = frozenset({"FLEETLAB_ALLOW_REAL_AWS", "FLEETLAB_BACKEND", "FLEETLAB_HOME", "FLEETLAB_EXPECT_CHECKS"})
+NEVER_PASSED = frozenset({"FLEETLAB_ALLOW_REAL_AWS", "FLEETLAB_BACKEND", "FLEETLAB_HOME", "FLEETLAB_EXPECT_CHECKS",
+                          "FLEETLAB_GRADED"})
 NOWHERE = "nonexistent-credentials"
 
 
@@ -38,6 +44,7 @@ def kernel_env(grader_env: Mapping[str, str], home: Path, shared: Path) -> dict[
         HOME=str(home),
         FLEETLAB_HOME=str(home / ".fleetlab"),
         FLEETLAB_BACKEND="moto",
+        FLEETLAB_GRADED="1",
         MPLCONFIGDIR=str(shared / "matplotlib"),
         FLEETLAB_FIDELITY_CACHE=str(shared / "fidelity"),
         AWS_SHARED_CREDENTIALS_FILE=str(home / NOWHERE / "credentials"),

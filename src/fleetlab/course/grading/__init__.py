@@ -18,10 +18,9 @@ from typing import Any
 from fleetlab.course.grading.registry import Case, CaseOutcome, Check, get_check, register
 from fleetlab.course.grading.results import CaseResult, CheckResult, CheckStatus
 from fleetlab.course.grading.runner import CheckContext, run_check
-from fleetlab.course.grading.session import GRADES_MIME, check, grade_session
+from fleetlab.course.grading.session import check
 
 __all__ = [
-    "GRADES_MIME",
     "Case",
     "CaseOutcome",
     "CaseResult",
@@ -31,7 +30,6 @@ __all__ = [
     "CheckStatus",
     "check",
     "get_check",
-    "grade_session",
     "progress_widget",
     "register",
     "run_check",

@@ -1,9 +1,11 @@
-"""Hidden cases handed from the grader to the kernel it grades, as text in the grading cell.
+"""Hidden cases handed from the grader to its judge (``judge``), as one line of text.
 
-The hidden cases live on the instructor's side, which a graded kernel cannot
+The hidden cases live on the instructor's side, which the judge cannot
 import. The grader encodes each check's hidden cases here (their class by
-module and name, their fields by value) and the grading cell decodes them
-with the learner's library alone: the case classes are the public side's.
+module and name, their fields by value) and the judge decodes them with the
+learner's library alone: the case classes are the public side's. Only the
+grader writes this text and only the judge reads it; no learner code runs
+before the judge has decoded it.
 """
 
 from __future__ import annotations

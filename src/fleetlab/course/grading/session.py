@@ -1,13 +1,11 @@
-"""This kernel's grading session: ``check()`` for the learner, ``grade_session()`` for the grader.
+"""This kernel's grading session: ``check()`` for the learner, ``hand_in()`` for the grader.
 
 ``check(id, answer)`` runs the public cases, records and shows the result,
-and remembers the answer. The grader appends one cell calling
-``grade_session(nonce, hidden)``, where ``hidden`` hands over the hidden
-cases (``handover``): it re-runs every remembered answer with public and
-hidden cases and emits one ``display_data`` of type ``GRADES_MIME`` carrying
-the grader's nonce: per check its status, points and each case's status and
-diagnosis (a hidden case's name left out). The payload is read by the grader
-alone; a learner's feedback keeps hidden cases' inputs out of it.
+and remembers the answer. In a kernel the grader runs (``FLEETLAB_GRADED=1``)
+it only remembers the answer and says so: the grader's judge, a process in
+which no learner cell ever ran, runs every case (``judge``). The grader
+appends one cell calling ``hand_in(path, names)``, which writes each answer
+the grader asks for, serialised by value, to ``path`` for the judge.
 
 ``FLEETLAB_EXPECT_CHECKS=pass`` (or ``not-yet``) makes ``check()`` raise when a
 result differs: CI runs the instructor notebooks with ``pass`` (in a notebook
@@ -16,20 +14,26 @@ that means every public case passes) and the student notebooks with ``not-yet``.
 
 from __future__ import annotations
 
-import contextlib
-import io
+import base64
+import json
 import warnings
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
-from fleetlab.core.errors import FleetlabError
-from fleetlab.core.settings import settings
-from fleetlab.course.grading import handover, learner, progress, registry
-from fleetlab.course.grading.display import show
-from fleetlab.course.grading.results import CaseResult, CheckResult, CheckStatus, refused
-from fleetlab.course.grading.runner import CheckBackend, run_check
+import cloudpickle
 
-GRADES_MIME = "application/vnd.fleetlab.grades+v1+json"
+from fleetlab.core.errors import FleetlabError
+from fleetlab.core.files import write_atomically
+from fleetlab.core.settings import settings
+from fleetlab.course.grading import learner, progress, registry
+from fleetlab.course.grading.display import show
+from fleetlab.course.grading.results import CheckResult, CheckStatus, refused
+from fleetlab.course.grading.runner import run_check
+
 EXPECT_ENV = "FLEETLAB_EXPECT_CHECKS"
+GRADED_ELSEWHERE = ("graded by the grader: in a graded notebook check() keeps your answer and runs no case; "
+                    "the grader runs them all")
 
 _answers: dict[str, Any] = {}
 
@@ -39,58 +43,45 @@ class UnexpectedCheckStatus(FleetlabError):
 
 
 def check(check_id: str, answer: Any) -> CheckResult:
-    """Run the public cases of ``check_id`` on ``answer``; record, display and return the result."""
+    """Run the public cases of ``check_id`` on ``answer``; record, display and return the result.
+
+    In a graded kernel (``FLEETLAB_GRADED=1``) no case runs: the answer is
+    remembered and the result says "graded by the grader".
+    """
     exercise = registry.get_check(check_id)
     _answers[check_id] = answer
-    result = _judge(exercise, answer)
+    if settings().graded:
+        result = CheckResult(exercise.id, exercise.title, CheckStatus.NOT_YET, None, exercise.points,
+                             GRADED_ELSEWHERE, [], exercise.hidden_cases, exercise.scoring())
+        show(result)
+        return result
+    result = judge_answer(exercise, answer)
     _save_progress(result)
     show(result)
     _enforce_expectation(result)
     return result
 
 
-def grade_session(nonce: str, hidden: str, labs: tuple[str, ...] = ()) -> dict[str, Any]:
-    """Grade every check of ``labs`` and every answer this kernel checked, hidden cases included.
+def hand_in(path: str | Path, names: Mapping[str, str]) -> None:
+    """Write to ``path`` (JSON) the answer to each check of ``names`` (check id -> answer name), for the judge.
 
-    The answer to a check is what the notebook's namespace holds under the
-    check's answer name (``Check.answer_name``), whether or not ``check()``
-    ever ran; else the answer last given to ``check()``; else the check is
-    "not yet" with the diagnosis "not attempted: no `<name>` defined".
-    ``hidden`` is the grader's handover of each check's hidden cases
-    (``handover.encode``); a graded answer whose check it lacks raises
-    HiddenCasesMissing. Emits and returns the grades.
-
-    Output the learner's code prints while the hidden cases run is discarded,
-    so no hidden input can reach the notebook. The checks run on the running
-    lab's backend, or on one opened here (on first need) and closed afterwards:
-    the grading cell usually comes after ``lab.close()``.
+    An answer is found as ``grade`` always found it (``_answer_to``); one not
+    found is left out (the judge says "not attempted"). Each is serialised by
+    value with cloudpickle, so functions defined in the notebook travel with
+    what they use: ``{"pickle": base64}``. An unfinished answer travels as
+    ``...``. One that cannot be serialised (it holds an open client, a lock,
+    the ``lab``) travels as ``{"unpicklable": diagnosis}``.
     """
-    grades: dict[str, Any] = {}
-    cases = handover.decode(hidden)
-    quiet = contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO())
     namespace = _notebook_namespace()
-    graded = [check.id for lab in labs for check in registry.checks_of(lab)]
-    graded += [check_id for check_id in _answers if check_id not in graded]
-    with quiet[0], quiet[1], CheckBackend() as backends:
-        for check_id in graded:
-            check = registry.get_check(check_id)
-            found, answer = _answer_to(check, namespace)
-            if not found:
-                grades[check_id] = _not_attempted(check)
-                continue
-            if check_id in cases:
-                check = check.with_hidden(cases[check_id])
-            result = _judge(check, answer, include_hidden=True, backends=backends)
-            grades[check_id] = {"status": str(result.status), "points": result.points, "max_points": result.max_points,
-                                "diagnosis": result.diagnosis, "cases": [_case_grade(case) for case in result.cases]}
-    every_lab = sorted({*labs, *(check_id.split(".", 1)[0] for check_id in _answers)})
-    expected = {check.id: check.points for lab in every_lab for check in registry.checks_of(lab)}
-    payload = {"nonce": nonce, "checks": grades, "expected": expected}
-    _emit(payload)
-    return payload
+    answers = {}
+    for check_id, name in names.items():
+        found, answer = _answer_to(check_id, name, namespace)
+        if found:
+            answers[check_id] = _packed(name or check_id, answer)
+    write_atomically(Path(path), json.dumps({"answers": answers}))
 
 
-def _judge(check: registry.Check, answer: Any, **run: Any) -> CheckResult:
+def judge_answer(check: registry.Check, answer: Any, **run: Any) -> CheckResult:
     """``run_check``, unless the answer is taken from the instructor's package or is the library's own
     answer to the exercise: then it scores nothing, and says why."""
     if borrowed := learner.borrowed_answer(answer, check.id):
@@ -109,25 +100,27 @@ def _notebook_namespace() -> dict[str, Any]:
     return shell.user_ns if shell is not None else {}
 
 
-def _answer_to(check: registry.Check, namespace: dict[str, Any]) -> tuple[bool, Any]:
-    """``(True, answer)`` found by the check's answer name, else given to ``check()``; ``(False, None)`` if neither."""
-    if check.answer_name and check.answer_name in namespace:
-        return True, namespace[check.answer_name]
-    if check.id in _answers:
-        return True, _answers[check.id]
+def _answer_to(check_id: str, name: str, namespace: dict[str, Any]) -> tuple[bool, Any]:
+    """``(True, answer)`` found by the check's answer ``name``, else given to ``check()``; ``(False, None)`` if neither."""
+    if name and name in namespace:
+        return True, namespace[name]
+    if check_id in _answers:
+        return True, _answers[check_id]
     return False, None
 
 
-def _not_attempted(check: registry.Check) -> dict[str, Any]:
-    missing = f"no `{check.answer_name}` defined" if check.answer_name else "its check() cell never ran"
-    return {"status": str(CheckStatus.NOT_YET), "points": 0.0, "max_points": check.points,
-            "diagnosis": f"not attempted: {missing}", "cases": []}
-
-
-def _case_grade(case: CaseResult) -> dict[str, Any]:
-    """One case's line of the grades payload; a hidden case's name (it may state its input) is left out."""
-    return {"name": "" if case.hidden else case.name, "hidden": case.hidden, "status": str(case.status),
-            "diagnosis": case.diagnosis}
+def _packed(name: str, answer: Any) -> dict[str, str]:
+    """``answer`` serialised for the judge, or why it cannot be."""
+    if learner.is_unfinished(answer):
+        answer = ...
+    try:
+        data = cloudpickle.dumps(answer)
+    except BaseException as exc:  # serialising runs the answer's own hooks: whatever they raise is the answer's
+        return {"unpicklable": (
+            f"`{name}` could not be handed to the grader ({type(exc).__name__}: {exc}): it holds something that lives "
+            "only in this notebook's kernel, such as an open client or the `lab` object; pass what it needs as an "
+            "argument instead")}
+    return {"pickle": base64.b64encode(data).decode("ascii")}
 
 
 def forget() -> None:
@@ -144,13 +137,6 @@ def _save_progress(result: CheckResult) -> None:
             "set FLEETLAB_HOME to a writable folder",
             stacklevel=3,
         )
-
-
-def _emit(payload: dict[str, Any]) -> None:
-    from IPython.display import display
-
-    summary = f"fleetlab: graded {len(payload['checks'])} checks"
-    display({GRADES_MIME: payload, "text/plain": summary}, raw=True)
 
 
 def _enforce_expectation(result: CheckResult) -> None:

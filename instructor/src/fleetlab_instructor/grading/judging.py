@@ -1,0 +1,223 @@
+"""The grader's side of the judge (``fleetlab.course.grading.judge``): hand it a notebook's answers, read its verdicts.
+
+``JudgeServer`` runs one judge server for a batch and lets the grader's
+threads share it. ``judge_answers`` hands one notebook's answers (the bytes
+its kernel wrote, never opened here) and the hidden cases to a fresh judge,
+reads the verdicts back as JSON, and when an answer killed the judge in the
+middle of a check, judges the checks after it in another one: an answer that
+stops its process costs only its own check.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fleetlab.core.errors import FleetlabError
+from fleetlab.course.grading import handover
+from fleetlab.course.grading.judge import ANSWERS, REQUEST, RESULTS
+from fleetlab.course.grading.registry import Check
+
+JUDGE_MODULE = "fleetlab.course.grading.judge"
+REPLY_GRACE = 30.0
+"""Seconds past a judge's own limit the server has to say it ended (it kills the judge at the limit)."""
+
+
+class JudgeStopped(FleetlabError):
+    """The judge server did not start, or stopped: no verdict can come from it."""
+
+
+@dataclass(frozen=True)
+class Ended:
+    """How one judge ended: its exit code, and whether it was killed for running past its time."""
+
+    exit: int
+    timed_out: bool
+
+
+class JudgeServer:
+    """One judge server (``python -m fleetlab.course.grading.judge``) in ``env``, shared by the grader's threads.
+
+    A context manager: the block's end stops it. ``run(folder, seconds)``
+    judges the request in ``folder`` and waits for that judge to end.
+    """
+
+    def __init__(self, env: Mapping[str, str], cwd: Path, *, startup: float = 60) -> None:
+        self._env, self._cwd, self._startup = dict(env), cwd, startup
+        self._process: subprocess.Popen[bytes] | None = None
+        self._guard = threading.Lock()
+        self._waiting: dict[str, tuple[threading.Event, dict[str, Any], subprocess.Popen[bytes]]] = {}
+        self._ready = threading.Event()
+
+    def __enter__(self) -> JudgeServer:
+        with self._guard:
+            self._launch()  # its imports overlap the first kernels' cells
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def run(self, folder: Path, seconds: float) -> Ended:
+        """Judge the request in ``folder`` in a fresh judge, for at most ``seconds``. Raises JudgeStopped."""
+        done, reply = threading.Event(), {}
+        with self._guard:
+            process = self._started()
+            self._waiting[str(folder)] = (done, reply, process)
+            try:
+                process.stdin.write(json.dumps({"folder": str(folder), "seconds": seconds}).encode() + b"\n")
+                process.stdin.flush()
+            except OSError as exc:
+                del self._waiting[str(folder)]
+                raise JudgeStopped(f"the judge server stopped ({exc})") from None
+        if not done.wait(seconds + REPLY_GRACE):
+            process.kill()  # a server that no longer answers is replaced at the next request
+            raise JudgeStopped(f"the judge server did not answer within {seconds + REPLY_GRACE:g} s")
+        if "exit" not in reply:
+            raise JudgeStopped("the judge server stopped while judging")
+        return Ended(int(reply["exit"]), bool(reply["timed_out"]))
+
+    def close(self) -> None:
+        """Stop the server (its judges still running are killed). Idempotent."""
+        with self._guard:
+            process, self._process = self._process, None
+        if process is not None:
+            process.stdin.close()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+    def _started(self) -> subprocess.Popen[bytes]:
+        """The running server, ready; started now if there is none or it died (an answer may kill it)."""
+        if self._process is None or self._process.poll() is not None:
+            self._launch()
+        if not self._ready.wait(self._startup) or self._process.poll() is not None:
+            self._process.kill()
+            raise JudgeStopped(f"the judge server did not start within {self._startup:g} s")
+        return self._process
+
+    def _launch(self) -> None:
+        """Start a server process and the thread that reads its replies; it says "ready" once it has imported."""
+        self._ready.clear()
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", JUDGE_MODULE], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, env=self._env, cwd=self._cwd,
+        )
+        threading.Thread(target=self._read, args=(self._process,), name="fleetlab-judge-replies", daemon=True).start()
+
+    def _read(self, process: subprocess.Popen[bytes]) -> None:
+        """Hand each reply to the thread waiting for it; when the server ends, wake every waiter empty-handed."""
+        for line in process.stdout:
+            message = json.loads(line)
+            if "ready" in message:
+                self._ready.set()
+                continue
+            with self._guard:
+                done, reply, _ = self._waiting.pop(message["folder"], (None, None, None))
+            if done is not None:
+                reply.update(message)
+                done.set()
+        with self._guard:
+            orphans = [folder for folder, (_, _, server) in self._waiting.items() if server is process]
+            waiting = [self._waiting.pop(folder)[0] for folder in orphans]
+        for done in waiting:
+            done.set()
+
+
+@dataclass
+class Verdicts:
+    """What the judge said of one notebook: per check id its verdict (plain JSON data), and what went wrong."""
+
+    checks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    withheld: bool = False
+
+
+def judge_answers(server: JudgeServer, folder: Path, checks: Sequence[Check], answers: bytes,
+                  seconds: float) -> Verdicts:
+    """Judge ``answers`` (a kernel's ``hand_in`` file, as bytes) on ``checks`` (with their hidden cases).
+
+    ``folder`` is this notebook's own; the judge's request and results go
+    there. A judge killed in the middle of a check (the answer stopped its
+    process) leaves that check failed and the next judge takes the checks
+    after it, within ``seconds`` in all.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / ANSWERS).write_bytes(answers)
+    deadline = time.monotonic() + seconds
+    verdicts = Verdicts()
+    remaining = [check for check in checks]
+    while remaining:
+        _write_request(folder, remaining)
+        ended = server.run(folder, max(0.0, deadline - time.monotonic()))
+        started = _read_results(folder, verdicts)
+        if verdicts.withheld or verdicts.errors:
+            return verdicts
+        if ended.timed_out:
+            verdicts.errors.append(f"grading timed out after {seconds:g} s")
+            return verdicts
+        if started is not None:
+            verdicts.checks[started] = _stopped(ended.exit)
+        left = [check for check in remaining if check.id not in verdicts.checks]
+        if left and started is None and (ended.exit != 0 or len(left) == len(remaining)):
+            verdicts.errors.append(f"the judge ended (exit code {ended.exit}) without judging {left[0].id}")
+            return verdicts
+        remaining = left
+    return verdicts
+
+
+def _write_request(folder: Path, checks: Sequence[Check]) -> None:
+    modules = sorted({check.harness.__module__ for check in checks})
+    request = {"checks": [check.id for check in checks], "modules": modules,
+               "hidden": handover.encode({check.id: check.hidden for check in checks})}
+    (folder / REQUEST).write_text(json.dumps(request), encoding="utf-8")
+    (folder / RESULTS).write_text("", encoding="utf-8")
+
+
+def _read_results(folder: Path, verdicts: Verdicts) -> str | None:
+    """Add the judge's verdicts to ``verdicts``; the check it started and never finished, if any."""
+    started = None
+    for line in (folder / RESULTS).read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a line cut short by a killed judge
+        if not isinstance(event, dict):
+            continue
+        if "start" in event:
+            started = str(event["start"])
+        elif "check" in event:
+            check_id = str(event["check"])
+            if check_id in verdicts.checks:
+                verdicts.withheld = True
+                verdicts.errors.append(f"the judge reported {check_id} twice; scores withheld")
+                return None
+            verdicts.checks[check_id] = event
+            started = None
+        elif "tampered" in event:
+            verdicts.withheld = True
+            verdicts.errors.append(f"the answer to {event['tampered']} changed the grader while it ran; "
+                                   "scores withheld")
+            return None
+        elif "unreadable" in event:
+            verdicts.errors.append(f"the answers could not be read ({event['unreadable']})")
+            return None
+        elif "broken" in event:
+            verdicts.errors.append(f"grading failed ({event['broken']})")
+            return None
+    return started
+
+
+def _stopped(exit_code: int) -> dict[str, Any]:
+    how = f"killed by signal {-exit_code}" if exit_code < 0 else f"exit code {exit_code}"
+    return {"status": "fail", "cases": [],
+            "diagnosis": f"your code stopped the process that ran it ({how}); a check calls your code, "
+                         "so it must return (or raise), never exit or kill its process"}

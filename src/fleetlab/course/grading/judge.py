@@ -1,0 +1,340 @@
+"""The judge: the verdict on a graded notebook's answers, computed where no learner cell ever ran.
+
+The grader (``fleetlab_instructor.grading.judging``) starts this module as a
+process (``python -m fleetlab.course.grading.judge``) in the sandbox's
+environment: no credentials, and the instructor's package refused on import,
+as in a graded kernel. That server imports the library, boto3, moto and every
+shipped check once, starts no thread, and forks one child per notebook, so a
+notebook's judge starts in milliseconds and shares nothing with another's.
+
+Each request is one JSON line on the server's stdin, ``{"folder": ..., "seconds": ...}``.
+The folder holds ``REQUEST`` (the checks to judge, the modules that register
+them, the hidden cases handed over by the grader) and ``ANSWERS`` (what the
+kernel's ``session.hand_in`` wrote: untrusted). The child writes one JSON line
+per event to ``RESULTS``: ``{"start": id}`` before a check runs, then
+``{"check": id, "status", "diagnosis", "cases"}`` (a hidden case's name left
+out), or ``{"unreadable": why}`` for answers it cannot read, or
+``{"broken": kind}`` when the judge itself failed, or
+``{"tampered": id}`` when the answer to ``id`` changed the grader's own code
+while it ran (``harness_changed``). Never pickle: the grader reads JSON
+only. When the child ends the server answers ``{"folder", "exit", "timed_out"}``
+on stdout; a child past its ``seconds`` is killed with its process group.
+
+Known limit: an answer is code, and it runs here when the harness calls it.
+It cannot reach the kernel it came from, the instructor's package or a
+credential, but it could write to ``RESULTS`` itself; the fingerprint catches
+an answer that replaces the harness, not one that forges a line. For hostile
+submissions, run the grader in a container or VM.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import importlib
+import importlib.abc
+import inspect
+import json
+import os
+import pickle
+import select
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from fleetlab.course.grading import handover, learner, registry
+from fleetlab.course.grading.registry import Case, Check
+from fleetlab.course.grading.results import CaseResult, CheckResult, CheckStatus, refused
+from fleetlab.course.grading.runner import CheckBackend
+from fleetlab.course.grading.session import judge_answer
+
+REQUEST = "request.json"
+ANSWERS = "answers.json"
+RESULTS = "results.jsonl"
+HOME = "home"
+"""The child's home and working folder, inside the request's folder."""
+GRADING_PACKAGE = "fleetlab.course.grading"
+
+
+class InstructorRefused(importlib.abc.MetaPathFinder):
+    """Refuses to import the instructor's package: an answer cannot take the answers from it."""
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> None:
+        package = learner.INSTRUCTOR_PACKAGE
+        if fullname == package or fullname.startswith(package + "."):
+            raise ModuleNotFoundError(
+                f"{fullname} is the instructor's side of fleetlab (hidden cases, reference answers): an answer "
+                "cannot use it, and one that does scores nothing; write your own", name=fullname)
+
+
+# --- one notebook's verdict --------------------------------------------------------------------------------------
+
+
+def judge_folder(folder: Path) -> None:
+    """Judge the request in ``folder`` and write each check's verdict to its ``RESULTS`` as soon as it is known."""
+    request = json.loads((folder / REQUEST).read_text(encoding="utf-8"))
+    for module in request["modules"]:
+        importlib.import_module(module)
+    hidden = handover.decode(request["hidden"])
+    with (folder / RESULTS).open("a", encoding="utf-8") as results:
+        try:
+            answers = read_answers((folder / ANSWERS).read_bytes())
+        except (OSError, ValueError) as exc:
+            _write(results, {"unreadable": str(exc)})
+            return
+        before = harness_fingerprint(request["modules"])
+        with CheckBackend() as backends:
+            for check_id in request["checks"]:
+                _write(results, {"start": check_id})
+                verdict = judge_one(registry.get_check(check_id), hidden.get(check_id, ()), answers.get(check_id),
+                                    backends)
+                if harness_changed(before):
+                    _write(results, {"tampered": check_id})
+                    return
+                _write(results, {"check": check_id, **verdict})
+
+
+def read_answers(data: bytes) -> dict[str, dict[str, str]]:
+    """The answers ``session.hand_in`` wrote, by check id; ValueError when ``data`` is not such a file."""
+    try:
+        answers = json.loads(data.decode("utf-8"))["answers"]
+    except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise ValueError(f"the answers handed over are not the grader's format ({type(exc).__name__})") from None
+    if not isinstance(answers, dict) or not all(
+        isinstance(entry, dict) and all(isinstance(value, str) for value in entry.values()) for entry in answers.values()
+    ):
+        raise ValueError("the answers handed over are not the grader's format (an entry is not text)")
+    return answers
+
+
+def judge_one(check: Check, hidden: Iterable[Case], entry: Mapping[str, str] | None,
+              backends: CheckBackend) -> dict[str, Any]:
+    """The verdict on one handed-over answer (``entry``), hidden cases included, as plain data."""
+    if entry is None:
+        missing = f"no `{check.answer_name}` defined" if check.answer_name else "its check() cell never ran"
+        return {"status": str(CheckStatus.NOT_YET), "diagnosis": f"not attempted: {missing}", "cases": []}
+    if "pickle" not in entry:
+        return _plain(refused(check, entry.get("unpicklable", "the answer was not handed over"), graded=True))
+    try:
+        answer = _unpickled(entry["pickle"])
+    except BaseException as exc:  # rebuilding runs the answer's own code: whatever it raises is the answer's
+        why = f"{type(exc).__name__}: {exc}"
+        return _plain(refused(check, f"your answer could not be rebuilt outside your notebook ({why}); "
+                                     "define everything it uses in the notebook itself", graded=True))
+    return _plain(judge_answer(check.with_hidden(tuple(hidden)), answer, include_hidden=True, backends=backends))
+
+
+def _unpickled(text: str) -> Any:
+    """An answer ``session.hand_in`` serialised with cloudpickle (which the loading imports)."""
+    return pickle.loads(base64.b64decode(text.encode("ascii"), validate=True))
+
+
+def _plain(result: CheckResult) -> dict[str, Any]:
+    return {"status": str(result.status), "diagnosis": result.diagnosis,
+            "cases": [_plain_case(case) for case in result.cases]}
+
+
+def _plain_case(case: CaseResult) -> dict[str, Any]:
+    """One case's verdict; a hidden case's name (it may state its input) is left out."""
+    return {"name": "" if case.hidden else case.name, "hidden": case.hidden, "status": str(case.status),
+            "diagnosis": case.diagnosis}
+
+
+def _write(results: Any, event: dict[str, Any]) -> None:
+    results.write(json.dumps(event) + "\n")
+    results.flush()
+
+
+def harness_fingerprint(modules: Iterable[str]) -> dict[tuple[str, str], tuple[Any, ...]]:
+    """What the grader's own code is right now: every loaded module of the grading package and the check
+    ``modules``, each attribute by identity (a function also by its code and defaults, a class by its
+    attributes), and every registered check. See ``harness_changed``."""
+    names = {*(name for name in sys.modules if name == GRADING_PACKAGE or name.startswith(GRADING_PACKAGE + ".")),
+             *modules}
+    prints: dict[tuple[str, str], tuple[Any, ...]] = {}
+    for name in names:
+        module = sys.modules.get(name)
+        prints[(name, "")] = (module,)
+        for attribute, value in vars(module).items() if module is not None else ():
+            prints[(name, attribute)] = (value, *_parts(value))
+    prints.update({("", check_id): (check,) for check_id, check in registry._CHECKS.items()})  # no module is ""
+    return prints
+
+
+def harness_changed(before: Mapping[tuple[str, str], tuple[Any, ...]]) -> bool:
+    """True when anything ``before`` fingerprinted is now another object or gone (what was added since is not
+    compared: a module imported during a check, a submodule set on its package)."""
+    now = harness_fingerprint({name for name, _ in before if name})
+    return any(len(now.get(key, ())) != len(objects) or any(a is not b for a, b in zip(now[key], objects))
+               for key, objects in before.items())
+
+
+def _parts(value: Any) -> tuple[Any, ...]:
+    """What of ``value`` must stay the same object: a function's code and defaults, a class's attributes."""
+    if inspect.isfunction(value):
+        return (value.__code__, value.__defaults__, value.__kwdefaults__)
+    if inspect.isclass(value):
+        return tuple(member for _, member in sorted(vars(value).items()))
+    return ()
+
+
+# --- the fork server ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Child:
+    folder: str
+    deadline: float
+    timed_out: bool = False
+
+
+WARM_CALLS = {"sqs": "list_queues", "dynamodb": "list_tables", "stepfunctions": "list_state_machines",
+              "events": "list_event_buses", "s3": "list_buckets", "iam": "list_roles",
+              "sts": "get_caller_identity"}
+"""One call per service the library uses: moto imports a service's emulation on its first call (Step Functions'
+takes seconds), so the server makes it once and every judge it forks starts with it imported."""
+
+
+def preload() -> None:
+    """Import what every judge needs once, in the server: the runner, boto3, moto and its emulation of each
+    service, and every shipped check. Leaves no backend open and no thread running."""
+    import cloudpickle  # noqa: F401
+
+    from fleetlab.backends.backend import open_backend
+
+    for lab in registry.shipped_labs():
+        registry.checks_of(lab)
+    backend = open_backend("moto")
+    try:
+        for service, call in WARM_CALLS.items():
+            getattr(backend.client(service), call)()
+    finally:
+        backend.close()
+
+
+def serve(requests: BinaryIO, replies: BinaryIO) -> None:
+    """Fork a judge for every request line read from ``requests``; answer on ``replies`` as each one ends.
+
+    Runs until ``requests`` closes, then kills the judges still running.
+    Raises RuntimeError when a thread runs here (a fork would copy its locks).
+    """
+    if threading.active_count() != 1:
+        raise RuntimeError(f"the judge server runs {threading.active_count()} threads; it must fork with one")
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_read, False)
+    os.set_blocking(wake_write, False)
+    signal.set_wakeup_fd(wake_write)
+    signal.signal(signal.SIGCHLD, lambda *_: None)  # a handler, so a child's end writes to the wakeup pipe
+    children: dict[int, _Child] = {}
+    pending = b""
+    _reply(replies, {"ready": os.getpid()})
+    try:
+        while True:
+            readable, _, _ = select.select([requests, wake_read], [], [], _next_wait(children))
+            if wake_read in readable:
+                with contextlib.suppress(BlockingIOError):
+                    os.read(wake_read, 4096)
+            if requests in readable:
+                chunk = os.read(requests.fileno(), 65536)
+                if not chunk:
+                    return
+                pending += chunk
+                while b"\n" in pending:
+                    line, pending = pending.split(b"\n", 1)
+                    request = json.loads(line)
+                    pid = _fork(Path(request["folder"]), (wake_read, wake_write))
+                    children[pid] = _Child(request["folder"], time.monotonic() + float(request["seconds"]))
+            _kill_overdue(children)
+            _reap(children, replies)
+    finally:
+        for pid in children:
+            _kill(pid)
+
+
+def _next_wait(children: Mapping[int, _Child]) -> float | None:
+    deadlines = [child.deadline for child in children.values() if not child.timed_out]
+    return max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
+
+
+def _fork(folder: Path, wake: tuple[int, int]) -> int:
+    pid = os.fork()
+    if pid:
+        with contextlib.suppress(OSError):  # the child may have set its group already
+            os.setpgid(pid, pid)
+        return pid
+    code = 1
+    try:
+        _become_judge(folder, wake)
+        judge_folder(folder)
+        code = 0
+    except BaseException as exc:  # the judge's own failure: its kind only, a message may quote a hidden input
+        with contextlib.suppress(BaseException), (folder / RESULTS).open("a", encoding="utf-8") as results:
+            _write(results, {"broken": type(exc).__name__})
+    finally:
+        os._exit(code)  # never back into the server's loop, whatever happened
+
+
+def _become_judge(folder: Path, wake: tuple[int, int]) -> None:
+    """In the forked child: its own process group, no server pipes, output discarded, home in ``folder``."""
+    os.setpgid(0, 0)
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    for fd in wake:
+        os.close(fd)
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    home = folder / HOME
+    home.mkdir(exist_ok=True)
+    os.chdir(home)
+    os.environ["HOME"] = str(home)
+
+
+def _kill_overdue(children: Mapping[int, _Child]) -> None:
+    now = time.monotonic()
+    for pid, child in children.items():
+        if not child.timed_out and now >= child.deadline:
+            child.timed_out = True
+            _kill(pid)
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _reap(children: dict[int, _Child], replies: BinaryIO) -> None:
+    for pid in list(children):
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            child = children.pop(pid)
+            with contextlib.suppress(OSError):  # whatever the judge started in its group goes with it
+                os.killpg(pid, signal.SIGKILL)
+            _reply(replies, {"folder": child.folder, "exit": os.waitstatus_to_exitcode(status),
+                             "timed_out": child.timed_out})
+
+
+def _reply(replies: BinaryIO, message: dict[str, Any]) -> None:
+    replies.write(json.dumps(message).encode("utf-8") + b"\n")
+    replies.flush()
+
+
+def main() -> None:
+    """The judge server on this process's stdin and stdout."""
+    replies = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # whatever an import prints goes to stderr, never into the replies
+    sys.meta_path.insert(0, InstructorRefused())
+    preload()
+    serve(sys.stdin.buffer, replies)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,154 @@
+"""The judge on its own: one notebook's verdicts written as JSON, the grader's fingerprint, the fork server."""
+
+import json
+import math
+import os
+import sys
+import threading
+import types
+
+import pytest
+from fleetlab_instructor.checks import full_check
+from fleetlab_instructor.grading.judging import Ended, JudgeServer, judge_answers
+from fleetlab_instructor.grading.sandbox import kernel_env
+
+from fleetlab.course.grading import judge, runner, session
+
+from .answers import divides, good_handle, good_visibility
+
+
+def handed_in(tmp_path, **answers):
+    """The bytes ``session.hand_in`` writes for these answers (check id with "_" for ".")."""
+    for check_id, answer in answers.items():
+        session._answers[check_id.replace("_", ".")] = answer
+    session.hand_in(tmp_path / "handed-in.json", {check_id.replace("_", "."): "" for check_id in answers})
+    return (tmp_path / "handed-in.json").read_bytes()
+
+
+def judged_here(folder, answers, check_ids):
+    """Judge in this process (no fork): the events the judge wrote."""
+    checks = [full_check(check_id) for check_id in check_ids]
+    folder.mkdir()
+    (folder / judge.ANSWERS).write_bytes(answers)
+    request = {"checks": check_ids, "modules": sorted({check.harness.__module__ for check in checks}),
+               "hidden": judge.handover.encode({check.id: check.hidden for check in checks})}
+    (folder / judge.REQUEST).write_text(json.dumps(request))
+    judge.judge_folder(folder)
+    return [json.loads(line) for line in (folder / judge.RESULTS).read_text().splitlines()]
+
+
+def test_the_judge_writes_each_checks_cases_as_json_and_no_hidden_cases_name(fixture_lab, tmp_path):
+    answers = handed_in(tmp_path, **{"99_visibility": divides, "99_dedupe": good_handle})
+    events = judged_here(tmp_path / "job", answers, ["99.dedupe", "99.visibility", "00.planes"])
+    assert [next(iter(event)) for event in events] == ["start", "check"] * 3
+    dedupe, visibility, planes = events[1], events[3], events[5]
+    assert [case["status"] for case in dedupe["cases"]] == ["pass"] * 4
+    assert [case["hidden"] for case in dedupe["cases"]] == [False, False, True, True]
+    assert visibility["status"] == "fail" and visibility["diagnosis"].startswith("your code raised ZeroDivisionError")
+    assert (planes["status"], planes["cases"]) == ("not yet", [])
+    assert planes["diagnosis"] == f"not attempted: no `{full_check('00.planes').answer_name}` defined"
+    said = json.dumps(events)
+    assert all(case.name not in said for case in full_check("99.dedupe").hidden + full_check("99.visibility").hidden)
+
+
+@pytest.mark.parametrize("answers", [b"\x80 not text", b"[1, 2]", b'{"answers": {"99.dedupe": {"pickle": 3}}}'])
+def test_answers_not_in_the_graders_format_are_unreadable(fixture_lab, tmp_path, answers):
+    events = judged_here(tmp_path / "job", answers, ["99.dedupe"])
+    assert list(events[0]) == ["unreadable"] and "not the grader's format" in events[0]["unreadable"]
+
+
+def test_an_answer_the_judge_cannot_rebuild_fails_with_the_reason(fixture_lab, tmp_path):
+    answers = json.dumps({"answers": {"99.dedupe": {"pickle": "bm90IGEgcGlja2xl"}}}).encode()
+    verdict = judged_here(tmp_path / "job", answers, ["99.dedupe"])[1]
+    assert verdict["status"] == "fail" and verdict["cases"] == []
+    assert verdict["diagnosis"].startswith("your answer could not be rebuilt outside your notebook (UnpicklingError")
+
+
+def test_the_grader_is_changed_when_a_grading_function_or_its_code_is_replaced_not_when_a_module_is_added(
+        monkeypatch):
+    before = judge.harness_fingerprint(["fixture_checks"])
+    monkeypatch.setattr(runner._run_case, "__code__", good_visibility.__code__)
+    assert judge.harness_changed(before)
+    monkeypatch.undo()
+    assert not judge.harness_changed(before)
+    monkeypatch.setattr(session, "judge_answer", good_visibility)
+    assert judge.harness_changed(before)
+    monkeypatch.undo()
+    monkeypatch.delattr(runner, "WAIT_CAP")
+    assert judge.harness_changed(before)
+    monkeypatch.undo()
+    monkeypatch.setattr(runner, "a_new_name", 1, raising=False)
+    monkeypatch.setitem(sys.modules, "fleetlab.course.grading.new_module", types.ModuleType("new"))
+    assert not judge.harness_changed(before)
+
+
+def test_the_server_refuses_to_fork_while_a_thread_runs():
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        with pytest.raises(RuntimeError, match="it must fork with one"):
+            judge.serve(None, None)
+    finally:
+        stop.set()
+        thread.join()
+
+
+def test_a_judge_server_that_died_is_started_again(fixture_lab, tmp_path):
+    def visibility_timeout(p95_seconds):  # defined here, it travels by value, as a notebook's function does
+        return min(math.ceil(2 * p95_seconds), 43_200)
+
+    answers = handed_in(tmp_path, **{"99_visibility": visibility_timeout})
+    home = tmp_path / "server"
+    home.mkdir()
+    with JudgeServer(kernel_env(dict(os.environ), home, tmp_path / "shared"), home) as server:
+        first = judge_answers(server, tmp_path / "one", [full_check("99.visibility")], answers, 60)
+        server._process.kill()
+        server._process.wait()
+        second = judge_answers(server, tmp_path / "two", [full_check("99.visibility")], answers, 60)
+    assert first.errors == second.errors == []
+    assert first.checks["99.visibility"]["status"] == second.checks["99.visibility"]["status"] == "pass"
+
+
+class ScriptedServer:
+    """Stands in for JudgeServer: each run writes the next scripted results and ends as scripted."""
+
+    def __init__(self, *runs):
+        self.runs, self.requests = list(runs), []
+
+    def run(self, folder, seconds):
+        events, ended = self.runs.pop(0)
+        self.requests.append(json.loads((folder / judge.REQUEST).read_text())["checks"])
+        (folder / judge.RESULTS).write_text("".join(json.dumps(event) + "\n" for event in events) + '{"cut sh')
+        return ended
+
+
+VERDICT = {"status": "pass", "diagnosis": "", "cases": []}
+
+
+def scripted(fixture_lab, tmp_path, *runs):
+    server = ScriptedServer(*runs)
+    checks = [full_check("99.dedupe"), full_check("99.visibility")]
+    return server, judge_answers(server, tmp_path / "job", checks, b"{}", 60)
+
+
+def test_an_answer_that_kills_its_judge_fails_its_check_and_the_next_judge_takes_the_rest(fixture_lab, tmp_path):
+    server, verdicts = scripted(fixture_lab, tmp_path,
+                                ([{"start": "99.dedupe"}], Ended(-9, False)),
+                                ([{"start": "99.visibility"}, {"check": "99.visibility", **VERDICT}], Ended(0, False)))
+    assert server.requests == [["99.dedupe", "99.visibility"], ["99.visibility"]]
+    assert verdicts.errors == [] and verdicts.checks["99.visibility"]["status"] == "pass"
+    assert verdicts.checks["99.dedupe"]["diagnosis"].startswith(
+        "your code stopped the process that ran it (killed by signal 9)")
+
+
+@pytest.mark.parametrize(("events", "ended", "error"), [
+    ([], Ended(0, False), "the judge ended (exit code 0) without judging 99.dedupe"),
+    ([{"start": "99.dedupe"}], Ended(-9, True), "grading timed out after 60 s"),
+    ([{"check": "99.dedupe", **VERDICT}, {"check": "99.dedupe", **VERDICT}], Ended(0, False),
+     "the judge reported 99.dedupe twice; scores withheld"),
+    ([{"broken": "KeyError"}], Ended(1, False), "grading failed (KeyError)"),
+])
+def test_a_judge_that_did_not_judge_every_check_once_says_so(fixture_lab, tmp_path, events, ended, error):
+    _, verdicts = scripted(fixture_lab, tmp_path, (events, ended))
+    assert verdicts.errors == [error]
