@@ -74,8 +74,7 @@ def run_status() -> int:
 
 
 PARTS = localstack_suite.PARTS
-LABS = tuple(path.name[:2] for path in localstack_suite.lab_notebooks(localstack_host.checkout() or Path.cwd(),
-                                                                      "instructor"))
+LABS = localstack_suite.every_lab(localstack_host.checkout() or Path.cwd())
 
 
 TEST_HELP = "start LocalStack, run the contract suite and every notebook on it, stop it (make test-localstack)"
