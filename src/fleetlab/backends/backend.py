@@ -16,9 +16,10 @@ moto's server runs in this process, so time-machine moves it too and it gets
 the virtual clock like in-process moto. LocalStack and AWS keep their own
 time: their clock is ``timescale.ScaledClock`` (lab time x``FLEETLAB_TIME_SCALE``,
 default 60), and every client they hand out converts the durations the
-services enforce (``servicetime``). While a moto backend is open, the
-JSONPath parse moto's EventBridge repeats for every delivered event is
-memoised (``motocache``): the same answers, a fifth less time on a busy bus.
+services enforce (``servicetime``). While a moto backend is open, the pure
+functions moto calls again and again with the same arguments (its
+EventBridge's JSONPath parse, above all) are memoised (``motocache``): the
+same answers in about a quarter less time.
 """
 
 from __future__ import annotations
@@ -221,7 +222,7 @@ def mute_server_traceback(action: str) -> None:
 def _open_moto() -> Backend:
     """In-process moto. If a step fails, what was already started is stopped again.
 
-    moto's repeated JSONPath parse is memoised while it is open (``motocache``).
+    moto's repeated pure work is memoised while it is open (``motocache``).
     """
     from moto import mock_aws
 
@@ -237,7 +238,7 @@ def _open_moto() -> Backend:
 def _open_moto_server() -> Backend:
     """moto's threaded server on a free loopback port. If a step fails, what was already started is undone.
 
-    The server runs in this process, so ``motocache`` memoises its JSONPath parse too.
+    The server runs in this process, so ``motocache`` memoises its repeated pure work too.
     """
     from moto.server import ThreadedMotoServer
 
