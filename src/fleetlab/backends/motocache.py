@@ -1,7 +1,8 @@
 """Memoise pure functions that in-process moto calls again and again (issue 30: the chaos day's cost).
 
 Three computations moto repeats with the same arguments, each a pure
-function of them, together about a quarter of a chaos day's run time:
+function of them; caching them takes about a third off the CPU time of a
+10,000-step chaos day on moto (239 s to 162 s on the course machine):
 
 - EventBridge renders each matched event for each target through an input
   template whose eight JSONPath expressions it parses again every time
