@@ -9,9 +9,27 @@ from fleetlab.course import lab
 SPLIT_BY_LAB = "tests/grading/test_catalogues.py"
 """The one module too long for one worker: its items go out one lab and one backend at a time."""
 
+LONGEST_FIRST = {
+    "tests/e2e/test_browser.py": 140,
+    f"{SPLIT_BY_LAB}::moto-server-03": 100,
+    f"{SPLIT_BY_LAB}::moto-04": 95,
+    "tests/test_chaos_day.py": 80,
+    "tests/test_chaos_day_server.py": 60,
+    "tests/grading/test_lab_notebooks.py": 60,
+    "tests/grading/test_lab05_checks.py": 50,
+    "tests/grading/test_notebook_conventions.py": 40,
+    "tests/test_jupyterhub.py": 35,
+}
+"""Seconds a scope takes on a quiet two-core machine (``--durations``), for the scopes over half a minute.
+
+Only their order matters: they go out first, so no long scope starts last and leaves the other
+workers idle at the end. Every other scope is weighed at a quarter of a second per test.
+"""
+
 
 def pytest_xdist_make_scheduler(config, log):
-    """Under pytest-xdist: one module at a time per worker, so a module's fixtures are set up once.
+    """Under pytest-xdist: one module at a time per worker, so a module's fixtures are set up once,
+    the longest scopes first (``LONGEST_FIRST``).
 
     A worker tears a module's fixtures down whenever it runs out of queued tests, so
     sending tests one by one would start the browser test's JupyterLab, the probes
@@ -25,7 +43,19 @@ def pytest_xdist_make_scheduler(config, log):
             lab = re.search(r"\[((?:moto-server|moto)-\d\d)\.", nodeid) if module == SPLIT_BY_LAB else None
             return f"{module}::{lab.group(1)}" if lab else module
 
+        def _assign_work_unit(self, node) -> None:
+            if not getattr(self, "_longest_first", False):  # once, before the first scope goes out
+                ordered = sorted(self.workqueue.items(), key=lambda item: -_weight(*item))
+                self.workqueue.clear()
+                self.workqueue.update(ordered)
+                self._longest_first = True
+            super()._assign_work_unit(node)
+
     return ModuleScheduling(config, log)
+
+
+def _weight(scope: str, tests: dict) -> float:
+    return LONGEST_FIRST.get(scope, 0.25 * len(tests))
 
 
 @pytest.fixture(autouse=True)

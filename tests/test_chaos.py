@@ -1,10 +1,11 @@
 """A seeded, bounded chaos run through the fleet: workers crash at every crash point, the model
 throttles now and then, and a few inputs are poison.
 
-The test asserts the invariants, not the counts of one poll order: the idempotent fleet loses
-nothing (every step took effect, or sits in a DLQ after exhausting its receives), duplicates
-nothing, and parks every poison message without its effect; the same chaos against a naive
-consumer duplicates at least once. Faults are seeded and the virtual clock bounds the run.
+The idempotent fleet loses nothing (every step took effect, or sits in a DLQ after exhausting its
+receives), duplicates nothing, and parks every poison message without its effect; the same chaos
+against a naive consumer duplicates. Faults are seeded and the virtual clock bounds the run, so
+each count is exact. (The 1,000-step run that holds every invariant is the chaos day's:
+tests/test_chaos_day.py.)
 """
 
 import json
@@ -16,15 +17,15 @@ import pytest
 from fleetlab.backends.backend import open_backend
 from fleetlab.composition.pipeline import Fleet
 from fleetlab.composition.topology import new_prefix, provision
-from fleetlab.core.faults import CrashPoint, FaultPlan
+from fleetlab.core.faults import FaultPlan
 from fleetlab.core.ledger import LedgerSummary
 from fleetlab.services.agents.model import FakeModel
 from fleetlab.services.events.envelope import Envelope
 from fleetlab.services.sqs import dlq
 from fleetlab.services.state.responses import ResponseStore
 
-STEPS = 1_000  # the course's chaos target: 1,000+ steps
-NAIVE_STEPS = 200  # enough for the naive consumer's duplicates to show, at a fifth of the cost
+STEPS = 300  # enough for the seed's chaos to reach every crash point and two poison inputs
+NAIVE_STEPS = 200  # enough for the naive consumer's duplicates to show
 CHUNK = 50  # keep queues shallow: moto's calls slow down with queue depth
 SEED = 20261130
 POISON = frozenset(f"conv-{n}-step-1" for n in (7, 123, 456, 789, 998))
@@ -97,30 +98,24 @@ def parked_traces(backend, topology) -> set[str]:
 
 def test_the_idempotent_fleet_loses_nothing_duplicates_nothing_and_parks_the_poison(backend):
     chaos = chaos_run(backend, STEPS, naive=False)
-    assert set(chaos.crashes) == {point.value for point in CrashPoint}  # the chaos reached every crash point
-    assert chaos.transient_failures > 0
-    assert chaos.summary.duplicated == 0
-    healthy_not_done = {f"conv-{n}-step-1" for n in range(STEPS)} - POISON - chaos.took_effect
-    assert healthy_not_done <= chaos.parked  # not lost: anything not done sits in a DLQ, ready to redrive
-    assert POISON <= chaos.parked and not POISON & chaos.took_effect
-    assert chaos.failed_for_good == POISON  # each trace says why: the model rejects it every time
+    poison = {"conv-7-step-1", "conv-123-step-1"}  # the seed's poison inputs among the first 300
+    assert chaos.crashes == {"before_effect": 20, "after_effect_before_delete": 17, "during_heartbeat": 2}
+    assert chaos.transient_failures == 8
+    assert chaos.summary == LedgerSummary(effects=298, distinct=298, duplicated=0, lost=0)
+    assert chaos.took_effect == {f"conv-{n}-step-1" for n in range(STEPS)} - poison  # nothing healthy lost
+    assert chaos.parked == poison and chaos.failed_for_good == poison  # each trace says why: rejected every time
 
 
 def test_a_fleet_with_an_attempt_budget_parks_everything_with_its_diagnosis_and_answers_every_caller(backend):
     chaos = chaos_run(backend, NAIVE_STEPS, naive=False, last_attempt=True)
-    assert chaos.summary.duplicated == 0
-    assert set(chaos.diagnoses) == chaos.parked and "UNKNOWN" not in chaos.diagnoses.values()
-    poison = {trace for trace in POISON if int(trace.split("-")[1]) < NAIVE_STEPS}
-    assert poison and {chaos.diagnoses[trace] for trace in poison} == {"ERROR_FROM_TARGET"}
+    poison = {"conv-7-step-1", "conv-123-step-1"}
+    assert chaos.summary == LedgerSummary(effects=198, distinct=198, duplicated=0, lost=0)
+    assert chaos.diagnoses == dict.fromkeys(poison, "ERROR_FROM_TARGET") and chaos.parked == poison
     assert all(answer is not None for answer in chaos.answers.values())  # a result or a graceful error: nobody hangs
-    failed = {trace for trace, answer in chaos.answers.items() if not answer.ok}
-    assert failed <= chaos.parked and not failed & chaos.took_effect
-    # parked although done: the attempt that did the work crashed before its delete, so the spare receive gave up;
-    # the caller kept the result, and a redrive finds the work done in the idempotency store
-    assert {chaos.diagnoses[trace] for trace in chaos.parked - failed} <= {"TIMEOUT"}
+    assert {trace for trace, answer in chaos.answers.items() if not answer.ok} == poison
 
 
 def test_the_same_chaos_duplicates_effects_without_idempotency(backend):
     chaos = chaos_run(backend, NAIVE_STEPS, naive=True)
-    assert chaos.crashes[CrashPoint.AFTER_EFFECT_BEFORE_DELETE.value] > 0
-    assert chaos.summary.duplicated > 0
+    assert chaos.crashes == {"before_effect": 14, "after_effect_before_delete": 12}
+    assert chaos.summary == LedgerSummary(effects=212, distinct=200, duplicated=12, lost=0)  # one per crash after

@@ -17,4 +17,6 @@ def test_a_seeded_chaos_day_on_moto_server_holds_every_invariant():
         backend.close()
     assert_every_invariant_held(board)
     assert board.broken() == []
-    assert board.counts.run_seconds < 120
+    # a guard against a day gone quadratic, not a speed goal (`fleetlab bench` measures speed): it took
+    # 35 s on a quiet machine and 139 s while other work kept the two cores' load at 9
+    assert board.counts.run_seconds < 600

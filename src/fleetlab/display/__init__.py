@@ -1,12 +1,16 @@
 """What a notebook shows: tables (``tables``, ``scaling_tables``), matplotlib figures (``plots``,
-``scaling_plots``, ``dlq_plots``, ``callback_plots``, ``replay_plots``, ``governor_plots``) and ipywidgets controls
-(``widgets``, ``scaling_widgets``, ``dlq_widgets``, ``callback_widgets``, ``replay_widgets``).
+``scaling_plots``, ``dlq_plots``, ``callback_plots``, ``replay_plots``, ``governor_plots``,
+``chaos_plots``) and ipywidgets controls
+(``widgets``, ``scaling_widgets``, ``dlq_widgets``, ``callback_widgets``, ``replay_widgets``,
+``chaos_widgets``).
 Importing this package stays light: matplotlib and ipywidgets load when a figure or a widget is
 first made."""
 
 from fleetlab.display import scaling_tables
 from fleetlab.display.callback_plots import callback_timelines
 from fleetlab.display.callback_widgets import callback_headroom_explorer, workflow_explorer
+from fleetlab.display.chaos_plots import conversation_waterfall, day_dashboard
+from fleetlab.display.chaos_widgets import quota_table, sizing_explorer
 from fleetlab.display.dlq_plots import failure_classes, group_progress
 from fleetlab.display.dlq_widgets import head_of_line_explorer
 from fleetlab.display.governor_plots import batch_size_tradeoff
@@ -24,6 +28,8 @@ __all__ = [
     "batch_size_tradeoff",
     "callback_headroom_explorer",
     "callback_timelines",
+    "conversation_waterfall",
+    "day_dashboard",
     "failure_classes",
     "fleet_timeline",
     "group_progress",
@@ -31,7 +37,9 @@ __all__ = [
     "outage_explorer",
     "outage_posture",
     "outage_table",
+    "quota_table",
     "scaling_tables",
+    "sizing_explorer",
     "step_times_vs_visibility",
     "trace_waterfall",
     "tradeoff_curve",

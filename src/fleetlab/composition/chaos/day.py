@@ -13,13 +13,18 @@ step runs (the slow one, the heartbeat crash's), a standby replica per
 queue keeps polling, so a step that outlives its visibility timeout is
 taken over by a second worker as on a real fleet (and so is a received step
 still waiting its turn behind it). At the end, the events published in the
-hour before the last batch are published again (the replay).
+hour before the last batch are published again (the replay); with the
+schedule's ``replay_reach``, once the oldest is that old, leaving out any that
+are older by then. The fleet is sampled at every publish and after every
+round (``series``: steps waiting, replicas, the oldest step's age, errors by
+class), from the day's own records, for the day's dashboard.
 
 What this day does not do yet (said on purpose): the replicas bound how
 many messages a round takes, but the steps of a round run one after
 another on the clock, so callers' waits are not timed against a deadline
 (``hung`` counts callers never answered); the replay republishes the
-day's own events instead of replaying an EventBridge archive; the
+day's own events instead of replaying an EventBridge archive (``replay_reach``
+moves the clock to when an operator would replay it); the
 orchestrator (Step Functions callbacks) is not on the day's path.
 """
 
@@ -38,6 +43,7 @@ from fleetlab.composition.chaos.config import FleetConfig
 from fleetlab.composition.chaos.schedule import AGENT_CLASSES, ChaosSchedule, trace_id
 from fleetlab.composition.chaos.scoreboard import Budgets, Scoreboard
 from fleetlab.composition.chaos.scoring import DayRecord, score
+from fleetlab.composition.chaos.series import SeriesRecorder
 from fleetlab.composition.pipeline import Fleet
 from fleetlab.composition.topology import AgentClass, Topology, TopologySpec, new_prefix, provision
 from fleetlab.core.clock import Clock
@@ -140,6 +146,8 @@ class _Day:
         self.unreceived: set[str] = set()
         self.replayed_traces: list[str] = []
         self.replicas_peak = 0
+        self.replicas_now = config.min_replicas
+        self.series = SeriesRecorder(self.start)
         self.calls = CallCounter(backend)
 
     def _router_settings(self) -> RouterSettings:
@@ -172,12 +180,22 @@ class _Day:
             if progress is not None:
                 progress(stop, self.schedule.steps)
         cutoff = self.last_published - self.schedule.replay_seconds
-        replay = [e for e in envelopes if self.published_at[e.trace_id] >= cutoff]
+        replay = self._within_reach([e for e in envelopes if self.published_at[e.trace_id] >= cutoff])
         self.replayed_traces = [e.trace_id for e in replay]
         for start in range(0, len(replay), self.schedule.chunk):
             self._publish(replay[start:start + self.schedule.chunk])
             self._settle()
         self.calls.close()
+
+    def _within_reach(self, replay: list[Envelope]) -> list[Envelope]:
+        """With a ``replay_reach``: move the clock until the oldest of ``replay`` is that old (at once when it is
+        older), and keep only the events published within the reach of that instant."""
+        reach = self.schedule.replay_reach
+        if reach is None or not replay:
+            return replay
+        replay_at = max(self.clock.now(), min(self.published_at[e.trace_id] for e in replay) + reach)
+        self.clock.sleep(replay_at - self.clock.now())
+        return [e for e in replay if self.published_at[e.trace_id] >= replay_at - reach]
 
     def _publish(self, envelopes: list[Envelope]) -> None:
         self.fleet.submit(*envelopes)
@@ -186,6 +204,8 @@ class _Day:
         for envelope in envelopes:
             self.published_at[envelope.trace_id] = now
             self.unreceived.add(envelope.trace_id)
+        self.series.published((envelope.trace_id for envelope in envelopes), now)
+        self.series.sample((), at=now, replicas=self.replicas_now)
 
     def _settle(self) -> None:
         """Work the queues in autoscaled rounds until no work queue holds a message.
@@ -212,6 +232,7 @@ class _Day:
         wanted = math.ceil(waiting / config.backlog_per_replica)
         replicas = max(min(max(wanted, config.min_replicas), config.max_replicas), 1)
         self.replicas_peak = max(self.replicas_peak, replicas)
+        self.replicas_now = replicas
         return replicas
 
     def _round(self, replicas: int) -> list[HandleOutcome]:
@@ -230,6 +251,7 @@ class _Day:
         self.outcomes += outcomes
         self.finished += sum(1 for outcome in outcomes if outcome.status in FINISHED)
         self.unreceived.difference_update(outcome.trace_id for outcome in outcomes)
+        self.series.sample(outcomes, at=self.clock.now(), replicas=self.replicas_now)
 
     def standby_poll(self) -> None:
         """One receive by each queue's standby replica (skipped while they are already handling one).
@@ -267,7 +289,14 @@ class _Day:
         while not self.allowance.ensure(tokens):
             self.clock.sleep(self.governor.next_window() - self.clock.now())
         self.allowance.spend(tokens)
-        self.spend_by_window[self.governor.window_start()] += tokens
+        self.spend_by_window[self._quota_window_start()] += tokens
+
+    def _quota_window_start(self) -> float:
+        """The start of the quota window the day's spend is held to: the provider's, else the governor's."""
+        if self.schedule.provider_quota is None:
+            return self.governor.window_start()
+        window = self.schedule.provider_quota[1]
+        return math.floor(self.clock.now() / window) * window
 
     def _naive_step(self, delivery: Delivery) -> Any:
         """The step without idempotency: call the model, take effect, answer. A redelivery does it again."""
@@ -289,5 +318,5 @@ class _Day:
             schedule=self.schedule, config=self.config, tracer=self.fleet.tracer, ledger=self.fleet.ledger,
             router=self.router, calls=self.calls, spend_by_window=self.spend_by_window, parked=parked,
             replayed_traces=tuple(self.replayed_traces), replicas_peak=self.replicas_peak,
-            virtual_seconds=self.clock.now() - self.start)
+            virtual_seconds=self.clock.now() - self.start, samples=tuple(self.series.samples))
         return score(record, budgets, run_seconds=run_seconds)

@@ -7,7 +7,11 @@ crash at each point on a drawn step), one step slower than any visibility
 timeout on its first attempt (and the step of the sure heartbeat crash held
 long enough for a heartbeat), poison inputs the model rejects every time,
 throttling now and then, an outage window of the primary model group, a
-burst fed at once, and a replay of the last hour of events at the end.
+burst fed at once, and a replay of the last hour of events at the end (or,
+with ``replay_reach``, once its oldest event is that old, and only the events
+that are at most that old: an operator replaying an archive days later).
+``provider_quota`` is the model provider's own quota (tokens per window),
+which the scoreboard holds the day's spend to.
 """
 
 from __future__ import annotations
@@ -45,7 +49,11 @@ class ChaosSchedule:
     ``slow_trace`` takes ``slow_seconds`` on its first attempt. ``poison`` fails every time. The primary group is down from
     ``outage_start`` to ``outage_start + outage_seconds`` seconds into the day.
     ``burst_at`` is where ``burst`` steps are fed at once. The replay
-    republishes the events of the last ``replay_seconds`` at the end.
+    republishes the events of the last ``replay_seconds`` at the end, once the
+    oldest of them was published ``replay_reach`` seconds before, and only
+    those published at most ``replay_reach`` before it comes (None: at once,
+    all of them). ``provider_quota`` is (tokens, window seconds), the provider's
+    quota (None: the configuration's own quota is taken as the provider's).
     """
 
     seed: int
@@ -64,13 +72,16 @@ class ChaosSchedule:
     burst_at: int
     burst: int
     replay_seconds: float
+    replay_reach: float | None = None
+    provider_quota: tuple[int, float] | None = None
 
     @classmethod
     def draw(cls, seed: int, steps: int = 1_000, *, chunk: int = 50, steps_per_conversation: int = 5,
              crash_rate: float = 0.03, poison: int = 5, slow_seconds: float = 2_700.0,
              heartbeat_step_seconds: float = 600.0,
              transient_failure_rate: float = 0.02, outage_seconds: float = 7_200.0, burst: int | None = None,
-             replay_seconds: float = 3_600.0) -> ChaosSchedule:
+             replay_seconds: float = 3_600.0, replay_reach: float | None = None,
+             provider_quota: tuple[int, float] | None = None) -> ChaosSchedule:
         """The day of ``seed``: the same arguments give the same schedule. InvalidInput names a bad argument.
 
         ``burst`` defaults to 200 steps, or half the day when that is less.
@@ -89,6 +100,8 @@ class ChaosSchedule:
                             ("replay_seconds", replay_seconds)):
             if not value > 0:
                 raise InvalidInput(name, f"must be positive seconds, got {value!r}")
+        _check_reach(replay_reach, replay_seconds)
+        _check_quota(provider_quota)
         rng = random.Random(seed)
         picked = rng.sample(range(steps), len(CrashPoint) + 1 + poison)
         names = [trace_id(index, steps_per_conversation) for index in picked]
@@ -101,7 +114,7 @@ class ChaosSchedule:
             poison=frozenset(names[len(CrashPoint) + 1:]), transient_failure_rate=transient_failure_rate,
             outage_start=round(rng.uniform(0.1, 0.5) * day_estimate), outage_seconds=outage_seconds,
             burst_at=rng.randrange(steps // 4, steps // 2) // chunk * chunk, burst=burst,
-            replay_seconds=replay_seconds,
+            replay_seconds=replay_seconds, replay_reach=replay_reach, provider_quota=provider_quota,
         )
 
     @property
@@ -159,7 +172,11 @@ class ChaosSchedule:
         table.add_row("throttling", f"{self.transient_failure_rate:.0%} of model calls")
         table.add_row("primary outage", f"from {self.outage_start:,.0f} s for {self.outage_seconds:,.0f} s")
         table.add_row("burst", f"{self.burst} steps at once from step {self.burst_at}")
-        table.add_row("replay", f"the last {self.replay_seconds:,.0f} s of events, at the end")
+        reach = "" if self.replay_reach is None else f", once the oldest is {self.replay_reach:,.0f} s old"
+        table.add_row("replay", f"the last {self.replay_seconds:,.0f} s of events, at the end{reach}")
+        if self.provider_quota is not None:
+            tokens, window = self.provider_quota
+            table.add_row("provider quota", f"{tokens:,} tokens per {window:,.0f} s")
         return table
 
     def __str__(self) -> str:
@@ -169,3 +186,22 @@ class ChaosSchedule:
 def _check(name: str, value: int, low: int, high: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise InvalidInput(name, f"must be a whole number within {low}..{high}, got {value!r}")
+
+
+def _check_reach(reach: float | None, replay_seconds: float) -> None:
+    if reach is None:
+        return
+    if isinstance(reach, bool) or not isinstance(reach, (int, float)) or not reach >= replay_seconds:
+        raise InvalidInput("replay_reach", f"must be None or at least replay_seconds ({replay_seconds:g} s), "
+                                           f"got {reach!r}")
+
+
+def _check_quota(quota: tuple[int, float] | None) -> None:
+    if quota is None:
+        return
+    tokens, window = quota if isinstance(quota, tuple) and len(quota) == 2 else (None, None)
+    if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1:
+        raise InvalidInput("provider_quota", f"must be None or (tokens, window seconds) with a positive whole number "
+                                             f"of tokens, got {quota!r}")
+    if isinstance(window, bool) or not isinstance(window, (int, float)) or not window > 0:
+        raise InvalidInput("provider_quota", f"must have a positive window in seconds, got {quota!r}")

@@ -16,8 +16,10 @@ from rich.table import Table
 
 from fleetlab.composition.chaos.config import FleetConfig
 from fleetlab.composition.chaos.schedule import ChaosSchedule
+from fleetlab.composition.chaos.series import DaySample
 from fleetlab.core.errors import InvalidInput
 from fleetlab.core.rendering import plain_text
+from fleetlab.core.tracing import Hop
 
 INVARIANTS = ("no accepted request lost", "no duplicate effect", "every poison message parked with its diagnosis",
               "no caller left waiting", "every step on one trace", "spend within the quota")
@@ -93,6 +95,10 @@ class Scoreboard:
     """The traces the replay published again."""
     replicas_peak: int = 0
     router: Mapping[str, int] = field(default_factory=dict)
+    samples: tuple[DaySample, ...] = ()
+    """The fleet after every round of receives, in time order (the day's dashboard)."""
+    traces: Mapping[str, tuple[Hop, ...]] = field(default_factory=dict)
+    """Every accepted step's hops in time order, by trace id (a conversation's waterfall)."""
 
     @property
     def held(self) -> bool:

@@ -10,6 +10,7 @@ from fleetlab.composition.chaos.calls import CallCounter
 from fleetlab.composition.chaos.config import FleetConfig
 from fleetlab.composition.chaos.schedule import ChaosSchedule
 from fleetlab.composition.chaos.scoreboard import Budgets, Counts, Result, Scoreboard
+from fleetlab.composition.chaos.series import DaySample
 from fleetlab.core.ledger import EffectsLedger
 from fleetlab.core.tracing import Hop, Tracer
 from fleetlab.services.agents.router import Router
@@ -33,6 +34,7 @@ class DayRecord:
     replayed_traces: tuple[str, ...]
     replicas_peak: int
     virtual_seconds: float
+    samples: tuple[DaySample, ...] = ()
 
 
 def score(day: DayRecord, budgets: Budgets, *, run_seconds: float) -> Scoreboard:
@@ -72,8 +74,7 @@ def score(day: DayRecord, budgets: Budgets, *, run_seconds: float) -> Scoreboard
         Result("every step on one trace", len(traced) == len(accepted),
                f"{len(traced):,} of {len(accepted):,} traces run from the bus to the delete" +
                _some(sorted(set(accepted) - set(traced)))),
-        Result("spend within the quota", peak_window <= day.config.quota_tokens,
-               f"peak {peak_window:,} of {day.config.quota_tokens:,} tokens in a {day.config.quota_window:g} s window"),
+        _spend_within_the_quota(peak_window, day),
     )
     per_conversation = spend / schedule.conversations
     budget_results = (
@@ -93,9 +94,20 @@ def score(day: DayRecord, budgets: Budgets, *, run_seconds: float) -> Scoreboard
         crashes=dict(Counter(str(hop.attrs["point"]) for hop in hops if hop.name == "crashed")),
         diagnoses=dict(Counter(parked.values())), calls_by_operation=dict(day.calls.counts),
         replayed=frozenset(day.replayed_traces), replicas_peak=day.replicas_peak,
+        samples=day.samples, traces={trace: tuple(timeline) for trace, timeline in timelines.items()},
         router={"calls": tally.calls, "fallbacks": tally.fallbacks, "retries": tally.retries,
                 "cooldowns": tally.cooldowns, **{f"served by {name}": n for name, n in tally.served_by.items()}},
     )
+
+
+def _spend_within_the_quota(peak_window: int, day: DayRecord) -> Result:
+    """The peak spend of a window against the provider's quota (the configuration's when the day names none)."""
+    if day.schedule.provider_quota is None:
+        quota, window, whose = day.config.quota_tokens, day.config.quota_window, ""
+    else:
+        (quota, window), whose = day.schedule.provider_quota, " (the provider's quota)"
+    return Result("spend within the quota", peak_window <= quota,
+                  f"peak {peak_window:,} of {quota:,} tokens in a {window:g} s window{whose}")
 
 
 def _answered(timeline: list[Hop]) -> bool:

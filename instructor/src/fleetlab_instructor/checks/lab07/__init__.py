@@ -1,0 +1,1 @@
+"""Lab 07: the instructor's side of its checks."""

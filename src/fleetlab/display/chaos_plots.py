@@ -1,0 +1,154 @@
+"""Lab 07's figures: one conversation's waterfall across every hop, and the chaos day's dashboard.
+Titled, every axis labelled."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from fleetlab.core.errors import InvalidInput
+from fleetlab.display.plots import _new_figure
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from fleetlab.core.tracing import Hop
+
+HOP_LAYERS = {
+    "published": "bus and rule",
+    "received": "queue to worker",
+    "claimed": "idempotency store",
+    "duplicate_suppressed": "idempotency store",
+    "model_failed": "model and router",
+    "effect": "model and router",
+    "completed": "response to the caller",
+    "parked": "response to the caller",
+    "deleted": "queue (delete)",
+    "crashed": "fault",
+    "failed": "fault",
+    "busy": "fault",
+}
+"""Which part of the fleet each hop of the day's traces belongs to (others: "other")."""
+LAYER_ORDER = ("bus and rule", "queue to worker", "idempotency store", "model and router",
+               "response to the caller", "queue (delete)", "fault", "other")
+LAYER_MARKERS = {"bus and rule": ("o", 7), "queue to worker": ("s", 9), "idempotency store": ("D", 5),
+                 "model and router": ("^", 7), "response to the caller": ("P", 8), "queue (delete)": ("v", 7),
+                 "fault": ("x", 9), "other": (".", 6)}
+"""Each layer's marker and size: distinct shapes, so hops at the same moment stay visible."""
+HANDLING_ENDS = ("deleted", "failed", "crashed", "busy")
+ERROR_BINS = 24
+
+
+def conversation_waterfall(traces: Mapping[str, Sequence[Hop]], conversation: str) -> Figure:
+    """Every step of ``conversation`` (trace ids ``<conversation>-step-<k>``): one row per step, a grey bar while it
+    waited on the queue, a coloured bar while a worker held it, a marker per hop coloured by the part of the
+    fleet that recorded it. Time in minutes since the conversation's first event.
+
+    Raises InvalidInput naming ``conversation`` when no trace belongs to it.
+    """
+    steps = sorted((trace for trace in traces if trace.startswith(f"{conversation}-step-")),
+                   key=lambda trace: int(trace.rsplit("-", 1)[1]))
+    if not steps:
+        raise InvalidInput("conversation", f"no trace of {conversation!r} among the day's traces",
+                           hint="a conversation is named conv-<n>, as in conv-3-step-1")
+    start = min(hop.at for trace in steps for hop in traces[trace])
+    end = max(hop.at for trace in steps for hop in traces[trace])
+    figure = _new_figure(10, 0.7 * len(steps) + 2.2)
+    axes = figure.add_subplot()
+    colours = {layer: f"C{index}" for index, layer in enumerate(LAYER_ORDER)}
+    colours["fault"] = "black"
+    seen: dict[str, Any] = {}
+    for row, trace in enumerate(steps):
+        hops = traces[trace]
+        for begin, finish, held in _spans(hops):
+            axes.barh(row, (finish - begin) / 60, left=(begin - start) / 60, height=0.5,
+                      color="C0" if held else "lightgrey", alpha=0.35 if held else 0.8)
+        for hop in hops:
+            layer = HOP_LAYERS.get(hop.name, "other")
+            marker, size = LAYER_MARKERS[layer]
+            seen[layer] = axes.plot([(hop.at - start) / 60], [row], marker, markersize=size, color=colours[layer],
+                                    label=layer, linestyle="none")[0]
+    axes.set_yticks(range(len(steps)), [trace.removeprefix(f"{conversation}-") for trace in steps])
+    axes.invert_yaxis()
+    minutes = max((end - start) / 60, 1.0)
+    axes.set_xlim(-0.02 * minutes, 1.04 * minutes)
+    axes.set_xlabel(f"minutes since {conversation}'s first event (grey: waiting on the queue; blue: held by a worker)")
+    axes.set_ylabel("step")
+    axes.set_title(f"{conversation}: every hop of every step, from the bus to the caller's answer")
+    ordered = [layer for layer in LAYER_ORDER if layer in seen]
+    axes.legend([seen[layer] for layer in ordered], ordered, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
+    figure.tight_layout()
+    return figure
+
+
+def _spans(hops: Sequence[Hop]) -> list[tuple[float, float, bool]]:
+    """(begin, end, held) spans of one trace: waiting from a publish (or a handling that gave the message back)
+    to the next receive; held by each worker from its receive to its handling's end (a delete, a failure, a
+    crash or a lease conflict). Two workers may hold the same step at once."""
+    spans: list[tuple[float, float, bool]] = []
+    holding: dict[str, float] = {}  # worker -> when it received the step
+    waiting_since: float | None = None
+    for hop in hops:
+        if hop.name == "published" and waiting_since is None and not holding:
+            waiting_since = hop.at
+        elif hop.name == "received":
+            if waiting_since is not None:
+                spans.append((waiting_since, hop.at, False))
+                waiting_since = None
+            holding[hop.component] = hop.at
+        elif hop.name in HANDLING_ENDS and hop.component in holding:
+            spans.append((holding.pop(hop.component), hop.at, True))
+            if hop.name != "deleted" and not holding:
+                waiting_since = hop.at
+    return spans
+
+
+def day_dashboard(samples: Sequence[Any], *, title: str = "The chaos day") -> Figure:
+    """Four panels over the day's hours: steps waiting, replicas per queue (each sample's count held over the
+    round before it), the age of the oldest unfinished step, and errors by class (stacked, in ``ERROR_BINS``
+    slices of the day). ``samples`` are ``DaySample``s (``Scoreboard.samples``).
+
+    Raises InvalidInput naming ``samples`` when there are none.
+    """
+    if not samples:
+        raise InvalidInput("samples", "needs at least one sample of the day (Scoreboard.samples)")
+    hours = [sample.at / 3600 for sample in samples]
+    figure = _new_figure(11, 6.5)
+    (depth, replicas), (age, errors) = figure.subplots(2, 2, sharex=True)
+    figure.suptitle(title)
+    depth.plot(hours, [sample.waiting for sample in samples], color="C0")
+    depth.set_ylabel("steps waiting or in flight")
+    depth.set_title("Queue depth")
+    replicas.plot(hours, [sample.replicas for sample in samples], color="C1", drawstyle="steps-pre")
+    replicas.set_ylabel("replicas per queue")
+    replicas.set_title("Replicas (the autoscaler)")
+    age.plot(hours, [sample.oldest_age / 60 for sample in samples], color="C2")
+    age.set_ylabel("minutes")
+    age.set_title("Age of the oldest unfinished step")
+    _errors_by_class(errors, samples)
+    for axes in (age, errors):
+        axes.set_xlabel("hours into the day (virtual clock)")
+    figure.tight_layout()
+    return figure
+
+
+def _errors_by_class(axes: Any, samples: Sequence[Any]) -> None:
+    """Errors by class, stacked bars in equal slices of the day."""
+    end = max(sample.at for sample in samples) or 1.0
+    width = end / ERROR_BINS
+    by_class: dict[str, Counter[int]] = {}
+    for sample in samples:
+        slot = min(int(sample.at / width), ERROR_BINS - 1)
+        for kind, count in sample.errors.items():
+            by_class.setdefault(kind, Counter())[slot] += count
+    lefts = [slot * width / 3600 for slot in range(ERROR_BINS)]
+    bottom = [0] * ERROR_BINS
+    for kind in sorted(by_class):
+        heights = [by_class[kind][slot] for slot in range(ERROR_BINS)]
+        axes.bar(lefts, heights, width=width / 3600, bottom=bottom, align="edge", label=kind)
+        bottom = [low + high for low, high in zip(bottom, heights, strict=True)]
+    axes.set_ylabel("handlings that ended badly")
+    axes.set_title("Errors by class")
+    if by_class:
+        axes.legend(fontsize=7, loc="upper right")
