@@ -8,6 +8,7 @@ interval are all it waits.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
 from collections.abc import Callable
@@ -21,6 +22,7 @@ from fleetlab.backends.backend import mute_server_traceback
 from fleetlab.backends.fidelity.probes.base import Feature, Observation, Probe, register
 from fleetlab.backends.fidelity.probes.scratch import Scratch
 from fleetlab.backends.responses import error_code
+from fleetlab.core.errors import Timeout
 
 PROBES: list[Probe] = []
 """This service's probes, in the order their findings appear in a table."""
@@ -31,6 +33,7 @@ _HEARTBEAT_SECONDS = 1
 _TASK_TIMEOUT_SECONDS = 5
 _RETRY_INTERVAL_SECONDS = 1
 _LARGE_OUTPUT_BYTES = 300_000
+_STOP_SETTLE_SECONDS = 2  # AWS ends a stopped execution at once; an emulator that does not, never does
 _PARKED_SECONDS = 86_400  # the other executions' timers: they never fire in a probe
 _RETRIED_ERROR = "Probe.Retry"
 
@@ -99,6 +102,7 @@ def _callback_timeouts(scratch: Scratch) -> tuple[Observation, ...]:
                             error="Probe")
     sfn.send_task_failure(taskToken=tokens["retry"][0], error=_RETRIED_ERROR, cause="the probe fails attempt 1")
     sfn.stop_execution(executionArn=executions["stop"])
+    stopped = _stop_outcome(scratch, executions["stop"])
     large_output = _answer(lambda: sfn.send_task_success(taskToken=tokens["large"][0],
                                                          output=json.dumps({"x": "x" * _LARGE_OUTPUT_BYTES})))
     scratch.wait_until(lambda: _collect(scratch, queue.url, tokens) and len(tokens["retry"]) > 1
@@ -113,7 +117,7 @@ def _callback_timeouts(scratch: Scratch) -> tuple[Observation, ...]:
         _late_callback(lambda: sfn.send_task_success(taskToken=dead, output="{}")),
         _late_callback(lambda: sfn.send_task_failure(taskToken=dead, error="Probe", cause="late")),
         retry,
-        _stop_outcome(sfn, executions["stop"]),
+        stopped,
         Observation(large_output, large_output.startswith("rejected")),
     )
 
@@ -148,7 +152,13 @@ def _retry_token(sfn: Any, tokens: list[str]) -> Observation:
     return Observation(f"the retry's message carries {token} (answering it: {answered})", not same)
 
 
-def _stop_outcome(sfn: Any, execution: str) -> Observation:
+def _stop_outcome(scratch: Scratch, execution: str) -> Observation:
+    """What StopExecution did, read within seconds of it (AWS ends the execution at once): the probe's later
+    waits let moto's virtual clock jump ahead, and a parked task's day-long timers would then fail it."""
+    sfn = scratch.client("stepfunctions")
+    with contextlib.suppress(Timeout):
+        scratch.wait_until(lambda: not _running(sfn, execution), seconds=_STOP_SETTLE_SECONDS,
+                           what="the stopped execution to end")
     status = sfn.describe_execution(executionArn=execution)["status"]
     if status == "RUNNING":
         return Observation("stays RUNNING until its task is answered", False)
