@@ -56,8 +56,6 @@ test: venv
 
 # The JupyterHub room's test needs configurable-http-proxy: installed where npm exists, else that test skips.
 test-suite: venv
-	@if command -v npm >/dev/null; then $(MAKE) --no-print-directory hub-proxy; \
-	else echo "npm is missing: tests/test_jupyterhub.py will skip (make hub-proxy needs npm)"; fi
 	$(BIN)/python -m pytest -n $(TEST_WORKERS)
 
 test-notebooks: venv
@@ -136,7 +134,7 @@ $(HUB_PROXY):
 
 # A workshop room on a real JupyterHub (deploy/jupyterhub/): three learners run lab 01 at once.
 test-hub: venv hub-proxy
-	$(BIN)/python -m pytest -p no:cacheprovider tests/test_jupyterhub.py
+	$(BIN)/python -m pytest -p no:cacheprovider -m hub tests/test_jupyterhub.py
 
 clean:
 	rm -rf $(VENV) .fleetlab bench .pytest_cache

@@ -18,7 +18,6 @@ LONGEST_FIRST = {
     "tests/grading/test_lab_notebooks.py": 60,
     "tests/grading/test_lab05_checks.py": 50,
     "tests/grading/test_notebook_conventions.py": 40,
-    "tests/test_jupyterhub.py": 35,
 }
 """Seconds a scope takes on a quiet two-core machine (``--durations``), for the scopes over half a minute.
 
@@ -56,6 +55,22 @@ def pytest_xdist_make_scheduler(config, log):
 
 def _weight(scope: str, tests: dict) -> float:
     return LONGEST_FIRST.get(scope, 0.25 * len(tests))
+
+
+OPT_IN = {
+    "loaded_grader": "minutes of a loaded machine: `make test-loaded-grader` runs it",
+    "hub": "a real JupyterHub and three learners' servers: `make test-hub` runs it",
+}
+"""Markers whose tests run only when ``-m`` names them (their make targets, which ``.ci/run`` runs)."""
+
+
+def pytest_collection_modifyitems(config, items):
+    """Skip the opt-in tests (``OPT_IN``) unless the marker expression asks for them."""
+    asked = config.option.markexpr or ""
+    for item in items:
+        for marker, reason in OPT_IN.items():
+            if marker not in asked and item.get_closest_marker(marker):
+                item.add_marker(pytest.mark.skip(reason=reason))
 
 
 @pytest.fixture(autouse=True)

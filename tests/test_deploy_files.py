@@ -562,7 +562,7 @@ def test_actionlint_refuses_a_broken_workflow(tmp_path: Path) -> None:
 
 
 def test_the_test_workflow_runs_make_test_with_debians_chromium() -> None:
-    """On every push and pull request, as CI: Chromium from apt, then `make test` with CI set."""
+    """On every push and pull request, as CI: Chromium and npm from apt, `make test` with CI set, then `make test-hub`."""
     workflow = load_workflow(WORKFLOWS / "test.yml")
     assert {"push", "pull_request"} <= set(workflow["on"])
     (job,) = workflow["jobs"].values()
@@ -571,6 +571,9 @@ def test_the_test_workflow_runs_make_test_with_debians_chromium() -> None:
     assert "make test" in lines
     install = " ".join(lines[:lines.index("make test")])
     assert re.search(r"apt-get install .*\bchromium\b", install), "install Chromium with apt before make test"
+    # the room on a real JupyterHub, which make test leaves out: its proxy comes from the npm registry
+    assert lines.index("make test-hub") > lines.index("make test")
+    assert re.search(r"apt-get install .*\bnpm\b", install), "install npm with apt before make test-hub"
 
 
 def test_the_localstack_workflow_runs_on_a_schedule() -> None:

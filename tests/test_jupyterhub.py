@@ -33,6 +33,8 @@ from tornado.websocket import websocket_connect
 
 REPO = Path(__file__).resolve().parents[1]
 ROOM_CONFIG = REPO / "deploy" / "jupyterhub" / "jupyterhub_config.py"
+pytestmark = pytest.mark.hub  # only with -m hub: `make test-hub`, which .ci/run runs
+
 NOTEBOOK = "01_at_least_once.ipynb"
 LEARNERS = ("alice", "bob", "carol.jones")
 """Hub user names (the hub lower-cases them); the third is not a name a resource prefix can carry as it is."""
