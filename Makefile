@@ -42,6 +42,9 @@ lab: venv
 	  --port=$(LAB_PORT) $(ROOT_FLAG) $(LAB_FLAGS)
 
 NBVAL_HOME := $(CURDIR)/.fleetlab/nbval
+# One fidelity cache for every kernel a test run starts: each backend is probed once, not once per kernel
+# (tests/test_fidelity.py measures the probes themselves, apart from it).
+TEST_FIDELITY := $(CURDIR)/.fleetlab/fidelity
 # pytest-xdist workers for the suite; its waits (Step Functions timers, real clocks) leave room for a third.
 TEST_WORKERS ?= 3
 HAS_CHROMIUM = command -v chromium >/dev/null || test -x /usr/bin/chromium
@@ -54,16 +57,16 @@ test: venv
 	$(BIN)/fleetlab assign --check
 	$(MAKE) --no-print-directory --output-sync=target -j2 test-suite test-notebooks
 
-# The JupyterHub room's test needs configurable-http-proxy: installed where npm exists, else that test skips.
+# The suite; the JupyterHub room (make test-hub) and the loaded grader (make test-loaded-grader) are apart.
 test-suite: venv
-	$(BIN)/python -m pytest -n $(TEST_WORKERS)
+	FLEETLAB_FIDELITY_CACHE=$(TEST_FIDELITY) $(BIN)/python -m pytest -n $(TEST_WORKERS)
 
 test-notebooks: venv
-	FLEETLAB_HOME=$(NBVAL_HOME) FLEETLAB_EXPECT_CHECKS=pass $(BIN)/python -m pytest -p no:cacheprovider \
-	  --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg labs/solutions
+	FLEETLAB_HOME=$(NBVAL_HOME) FLEETLAB_FIDELITY_CACHE=$(TEST_FIDELITY) FLEETLAB_EXPECT_CHECKS=pass \
+	  $(BIN)/python -m pytest -p no:cacheprovider --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg labs/solutions
 	@if $(HAS_CHROMIUM); then echo "student notebooks: run top to bottom by the browser test (tests/e2e)"; \
-	else FLEETLAB_HOME=$(NBVAL_HOME) FLEETLAB_EXPECT_CHECKS=not-yet $(BIN)/python -m pytest -p no:cacheprovider \
-	  --nbval-lax labs --ignore=labs/solutions; fi
+	else FLEETLAB_HOME=$(NBVAL_HOME) FLEETLAB_FIDELITY_CACHE=$(TEST_FIDELITY) FLEETLAB_EXPECT_CHECKS=not-yet \
+	  $(BIN)/python -m pytest -p no:cacheprovider --nbval-lax labs --ignore=labs/solutions; fi
 
 # After a change to a lab or to what the library prints: re-execute the instructor notebooks on moto
 # (strict nbval compares their stored outputs), then write the student notebooks from them.

@@ -81,6 +81,14 @@ def leftovers(backend: Backend) -> dict[str, list[str]]:
     }
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _own_cache_folder():
+    """The probes and their cache measured here, not the test run's shared cache (the Makefile's TEST_FIDELITY)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("FLEETLAB_FIDELITY_CACHE", raising=False)
+        yield
+
+
 @pytest.fixture(scope="module")
 def fleetlab_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("fleetlab-home")

@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from fleetlab_instructor.grading.sandbox import kernel_env
+from fleetlab_instructor.grading.sandbox import kernel_env, share_fidelity_tables
 
 GRADER = {
     "PATH": "/usr/bin",
@@ -53,3 +53,16 @@ def test_the_batch_shares_caches_but_not_homes(tmp_path):
     assert first["FLEETLAB_FIDELITY_CACHE"] == second["FLEETLAB_FIDELITY_CACHE"]
     assert first["MPLCONFIGDIR"] == second["MPLCONFIGDIR"]
     assert first["FLEETLAB_HOME"] != second["FLEETLAB_HOME"]
+
+
+def test_the_batch_starts_from_the_graders_fidelity_tables_and_takes_nothing_else(tmp_path, monkeypatch):
+    own = tmp_path / "grader-cache"
+    own.mkdir()
+    (own / "fidelity-moto-5.2.5.json").write_text('{"backend": "moto"}')
+    (own / "progress.json").write_text("{}")  # not a table: stays with the grader
+    monkeypatch.setenv("FLEETLAB_FIDELITY_CACHE", str(own))
+    share_fidelity_tables(tmp_path / "shared")
+    env = kernel_env(GRADER, tmp_path / "one", tmp_path / "shared")
+    shared = Path(env["FLEETLAB_FIDELITY_CACHE"])
+    assert sorted(path.name for path in shared.iterdir()) == ["fidelity-moto-5.2.5.json"]
+    assert (shared / "fidelity-moto-5.2.5.json").read_text() == '{"backend": "moto"}'

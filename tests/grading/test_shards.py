@@ -136,8 +136,8 @@ def test_the_unsharded_gradebook_scores_each_learner(unsharded):
     ]
 
 
-@pytest.mark.parametrize("count", [2, 3])
-def test_the_merged_shards_are_the_unsharded_gradebook(room, unsharded, tmp_path, count, capsys):
+def test_the_merged_shards_are_the_unsharded_gradebook(room, unsharded, tmp_path, capsys):
+    count = 3  # five learners in three shards: two of two and one of one (each shard is a grading run of its own)
     shards = []
     for index in range(1, count + 1):
         out = tmp_path / f"shard-{index}.csv"

@@ -48,7 +48,7 @@ from fleetlab.course.grading.registry import Check
 from fleetlab.course.grading.results import CaseResult, CheckStatus, conclude
 from fleetlab_instructor.checks import full_check, full_checks
 from fleetlab_instructor.grading.judging import JudgeServer, Verdicts, judge_answers
-from fleetlab_instructor.grading.sandbox import kernel_env, write_kernel_startup
+from fleetlab_instructor.grading.sandbox import kernel_env, share_fidelity_tables, write_kernel_startup
 from fleetlab_instructor.grading.submissions import lab_of
 
 CHECK_CALL = re.compile(r"""\bcheck\(\s*["'](\d\d\.[a-z0-9][a-z0-9_-]*)["']""")
@@ -318,6 +318,7 @@ def grade_notebooks(
         shared_cache = Path(root, "shared")
         shared_cache.mkdir()
         write_kernel_startup(shared_cache)
+        share_fidelity_tables(shared_cache)
         server_home = Path(root, "judge")
         server_home.mkdir()
         server = JudgeServer(kernel_env(grader_env, server_home, shared_cache), server_home, startup=limits.startup)

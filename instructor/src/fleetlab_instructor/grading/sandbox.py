@@ -18,9 +18,11 @@ in a container or VM.
 from __future__ import annotations
 
 import re
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
+from fleetlab.backends.fidelity.cache import TABLE_FILES, cache_folder
 from fleetlab.course.grading.learner import INSTRUCTOR_PACKAGE
 
 PASSED_THROUGH = re.compile(
@@ -82,3 +84,16 @@ def write_kernel_startup(shared: Path) -> None:
     startup = shared / "ipython" / "profile_default" / "startup"
     startup.mkdir(parents=True, exist_ok=True)
     (startup / "00-fleetlab-graded.py").write_text(KERNEL_STARTUP)
+
+
+def share_fidelity_tables(shared: Path) -> None:
+    """Copy the grader's own cached fidelity tables into the batch's shared cache (``shared/fidelity``).
+
+    A kernel of the batch then probes no backend the grader's machine has
+    measured already (each probe costs a kernel a second or two). A table
+    holds what an emulator does, nothing of a learner's; nothing is copied back.
+    """
+    target = shared / "fidelity"
+    target.mkdir(parents=True, exist_ok=True)
+    for table in cache_folder().glob(TABLE_FILES):
+        shutil.copyfile(table, target / table.name)

@@ -95,15 +95,20 @@ def _remember(backend: Backend, table: FidelityTable) -> FidelityTable:
     return table
 
 
-def cache_path(backend: Backend) -> Path:
-    """Where ``backend``'s table is cached.
+TABLE_FILES = "fidelity-*.json"
+"""The names of the cached tables in ``cache_folder()``."""
 
-    ``$FLEETLAB_FIDELITY_CACHE`` (a folder shared by many kernels, as the
-    grader's batch does), else ``$FLEETLAB_HOME``, else ``<repo root>/.fleetlab``.
-    """
+
+def cache_folder() -> Path:
+    """The folder of the cached tables: ``$FLEETLAB_FIDELITY_CACHE`` (a folder shared by many kernels, as the
+    grader's batch does), else ``$FLEETLAB_HOME``, else ``<repo root>/.fleetlab``."""
     chosen = settings()
-    directory = chosen.fidelity_cache or chosen.home or _repo_root(Path.cwd()) / ".fleetlab"
-    return directory / f"fidelity-{backend.name}-{_emulator(backend)[1]}.json"
+    return chosen.fidelity_cache or chosen.home or _repo_root(Path.cwd()) / ".fleetlab"
+
+
+def cache_path(backend: Backend) -> Path:
+    """Where ``backend``'s table is cached, in ``cache_folder()``."""
+    return cache_folder() / f"fidelity-{backend.name}-{_emulator(backend)[1]}.json"
 
 
 def _repo_root(start: Path) -> Path:
