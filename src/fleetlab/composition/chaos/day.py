@@ -8,7 +8,12 @@ from the token governor through an allowance. Work is fed a chunk at a time
 (the burst at once), and each batch is worked until no work queue holds a
 message: in rounds where each queue gets as many receives as the
 autoscaler's replicas (KEDA's formula on the backlog), the virtual clock
-moving one visibility timeout when a round finds nothing. While a held
+moving one visibility timeout when a round finds nothing. On a scaled clock
+(LocalStack, AWS) each of the day's own waits skips (``clock.skip``: model
+steps, held steps, quota windows, the replay's reach, a visibility timeout
+waited out), and before each receive a ``VisibilityCatchUp`` gives back
+every message whose visibility timeout lab time has passed: the day keeps
+to lab time without sleeping through it. While a held
 step runs (the slow one, the heartbeat crash's), a standby replica per
 queue keeps polling, so a step that outlives its visibility timeout is
 taken over by a second worker as on a real fleet (and so is a received step
