@@ -85,6 +85,7 @@ class VisibilityCatchUp:
         return len(due)
 
     def close(self) -> None:
+        """Stop watching the client (idempotent)."""
         events = self._sqs.meta.events
         for event, handler, unique_id in self._hooks:
             events.unregister(event, handler, unique_id=unique_id)
