@@ -47,6 +47,15 @@ seconds (a 2 s visibility timeout). The labs run on *lab time*
   windows, checked by the store against the clock) jumps with it, and timers
   due in the jumped part still fire; the services see only the first 20 lab
   minutes. A lab prints one line the first time it happens.
+- **A long run may skip and catch the service up.** Lab 07's chaos day skips
+  its own waits (model steps, held steps, quota windows, the replay's reach,
+  a visibility timeout waited out) and releases each received message once
+  lab time passes its visibility timeout (ChangeMessageVisibility to 0), so
+  SQS redelivers it at its lab time
+  ([`docs/backends.md`](backends.md#time-on-a-real-clock)). Its invariants
+  hold by the same counts as on moto; how often a worker crashed and the API
+  calls per step may move a little, since lab time also runs on during every
+  call on a scaled clock.
 - **A service's lateness is scaled too.** A redelivery 1 s late
   (`sqs.redelivery_delay`) is 60 lab seconds late, and a Step Functions
   execution that takes a real second takes a lab minute.

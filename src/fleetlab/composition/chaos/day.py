@@ -8,7 +8,12 @@ from the token governor through an allowance. Work is fed a chunk at a time
 (the burst at once), and each batch is worked until no work queue holds a
 message: in rounds where each queue gets as many receives as the
 autoscaler's replicas (KEDA's formula on the backlog), the virtual clock
-moving one visibility timeout when a round finds nothing. While a held
+moving one visibility timeout when a round finds nothing. On a scaled clock
+(LocalStack, AWS) each of the day's own waits skips (``clock.skip``: model
+steps, held steps, quota windows, the replay's reach, a visibility timeout
+waited out), and before each receive a ``VisibilityCatchUp`` gives back
+every message whose visibility timeout lab time has passed: the day keeps
+to lab time without sleeping through it. While a held
 step runs (the slow one, the heartbeat crash's), a standby replica per
 queue keeps polling, so a step that outlives its visibility timeout is
 taken over by a second worker as on a real fleet (and so is a received step
@@ -51,6 +56,7 @@ from fleetlab.services.agents.model import FakeModel, ModelResult
 from fleetlab.services.agents.router import ModelGroup, Router, RouterSettings
 from fleetlab.services.events.envelope import Envelope
 from fleetlab.services.sqs import dlq, messages
+from fleetlab.services.sqs.catchup import VisibilityCatchUp
 from fleetlab.services.sqs.delivery import Delivery
 from fleetlab.services.sqs.worker import HandleOutcome, Outcome
 from fleetlab.services.state.governor import Allowance, Quota, TokenGovernor
@@ -105,9 +111,25 @@ class _ChaosModel:
         held = schedule.held(trace_id, attempt)
         if held:
             with clock.every(STANDBY_POLL_SECONDS, self.day.standby_poll):
-                clock.sleep(held)
+                clock.skip(held)
         self.day.pay(schedule.tokens(trace_id, attempt))
-        return self.day.router.invoke(trace_id, attempt, clock)
+        return self.day.router.invoke(trace_id, attempt, _Skipping(clock))
+
+
+class _Skipping:
+    """A clock whose ``sleep`` is ``skip``: the model's own time, which no service timer needs to see.
+
+    On moto the same as the clock itself; on a scaled clock no real time passes.
+    """
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+
+    def now(self) -> float:
+        return self.clock.now()
+
+    def sleep(self, seconds: float) -> None:
+        self.clock.skip(seconds)
 
 
 class _Day:
@@ -116,7 +138,7 @@ class _Day:
     def __init__(self, backend: Backend, topology: Topology, config: FleetConfig, schedule: ChaosSchedule) -> None:
         self.backend, self.topology, self.config, self.schedule = backend, topology, config, schedule
         self.clock = backend.clock
-        self.clock.sleep(-self.clock.now() % config.quota_window)  # start on a quota window, as every day does
+        self.clock.skip(-self.clock.now() % config.quota_window)  # start on a quota window, as every day does
         self.start = self.clock.now()
         self.router = Router(self._router_settings())
         dynamodb = backend.client("dynamodb")
@@ -149,6 +171,7 @@ class _Day:
         self.replicas_now = config.min_replicas
         self.series = SeriesRecorder(self.start)
         self.calls = CallCounter(backend)
+        self.catch_up = None if self.clock.virtual else VisibilityCatchUp(backend)
 
     def _router_settings(self) -> RouterSettings:
         config, schedule = self.config, self.schedule
@@ -172,7 +195,15 @@ class _Day:
         return Envelope(trace, f"conv-{conversation}", int(step), AGENT_CLASSES[index % len(AGENT_CLASSES)])
 
     def run(self, progress: Callable[[int, int], None] | None) -> None:
-        """Feed every batch and settle it, then replay the last hour and settle that."""
+        """Feed every batch and settle it, then replay the last hour and settle that; stop watching the clients."""
+        try:
+            self._feed_and_replay(progress)
+        finally:
+            self.calls.close()
+            if self.catch_up is not None:
+                self.catch_up.close()
+
+    def _feed_and_replay(self, progress: Callable[[int, int], None] | None) -> None:
         envelopes = [self._envelope(index) for index in range(self.schedule.steps)]
         for start, stop in self.schedule.feeds():
             self._publish(envelopes[start:stop])
@@ -185,7 +216,6 @@ class _Day:
         for start in range(0, len(replay), self.schedule.chunk):
             self._publish(replay[start:start + self.schedule.chunk])
             self._settle()
-        self.calls.close()
 
     def _within_reach(self, replay: list[Envelope]) -> list[Envelope]:
         """With a ``replay_reach``: move the clock until the oldest of ``replay`` is that old (at once when it is
@@ -194,7 +224,7 @@ class _Day:
         if reach is None or not replay:
             return replay
         replay_at = max(self.clock.now(), min(self.published_at[e.trace_id] for e in replay) + reach)
-        self.clock.sleep(replay_at - self.clock.now())
+        self.clock.skip(replay_at - self.clock.now())
         return [e for e in replay if self.published_at[e.trace_id] >= replay_at - reach]
 
     def _publish(self, envelopes: list[Envelope]) -> None:
@@ -222,9 +252,29 @@ class _Day:
                 self.clock.wait_until(lambda: self._round(replicas), timeout=DELIVERY_TIMEOUT, interval=0.02,
                                       what=f"chaos day: {len(self.unreceived)} steps published, never received")
                 continue
-            if not any(messages.held(self.backend, queue.url) for queue in self.topology.queues.values()):
+            if not self._held():
                 return
+            self._wait_out_visibility(replicas)
+
+    def _held(self) -> bool:
+        """True while a work queue holds a message, visible or in flight."""
+        return any(messages.held(self.backend, queue.url) for queue in self.topology.queues.values())
+
+    def _wait_out_visibility(self, replicas: int) -> None:
+        """Move the clock one visibility timeout, so that what crashed or failed comes back.
+
+        On moto SQS follows the virtual clock. On a scaled clock the clock
+        skips, and rounds (each first releasing what lab time has passed) go
+        on in real time until one finds work or nothing is held: the
+        service's own timer brings back whatever the catch-up does not hold.
+        """
+        if self.catch_up is None:
             self.clock.sleep(self.config.visibility_timeout + 1)
+            return
+        self.clock.skip(self.config.visibility_timeout + 1)
+        self.clock.wait_until(lambda: self._round(replicas) or not self._held(),
+                              timeout=self.config.visibility_timeout / self.clock.scale + DELIVERY_TIMEOUT,
+                              interval=0.05, what="chaos day: messages in flight never came back")
 
     def _replicas(self, waiting: int) -> int:
         """KEDA's count: one replica per ``backlog_per_replica`` waiting, within min..max (one at least for work)."""
@@ -237,6 +287,8 @@ class _Day:
 
     def _round(self, replicas: int) -> list[HandleOutcome]:
         """Each queue gets up to ``replicas`` receives, stopping at the first that comes back short."""
+        if self.catch_up is not None:
+            self.catch_up.release_due()
         found: list[HandleOutcome] = []
         for worker in self.fleet.workers.values():
             for _ in range(replicas):
@@ -269,6 +321,8 @@ class _Day:
 
         def poll() -> None:
             try:
+                if self.catch_up is not None:
+                    self.catch_up.release_due()
                 for standby in self.standbys:
                     handled.extend(standby.poll_once(MESSAGES_PER_RECEIVE, wait_seconds=0))
             except BaseException as error:  # handed to the caller's thread below
@@ -287,7 +341,7 @@ class _Day:
     def pay(self, tokens: int) -> None:
         """Take ``tokens`` from the allowance, waiting for the next window while the governor refuses."""
         while not self.allowance.ensure(tokens):
-            self.clock.sleep(self.governor.next_window() - self.clock.now())
+            self.clock.skip(self.governor.next_window() - self.clock.now())
         self.allowance.spend(tokens)
         self.spend_by_window[self._quota_window_start()] += tokens
 

@@ -161,9 +161,6 @@ def _run_parts(result: SuiteResult, repo: Path, parts: Sequence[str], labs: Sequ
         progress(f"{path.relative_to(repo)}: {run.result} in {run.seconds:.0f} s")
         return run
 
-    if not labs:
-        for lab, reason in NOT_YET_ON_A_REAL_CLOCK.items():
-            progress(f"left out: lab {lab}'s notebooks, {reason}; --labs {lab} runs them")
     pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="test-localstack")
     try:
         contract = pool.submit(run_contract_suite, repo, shared, progress) if "contract" in parts else None
@@ -231,24 +228,15 @@ def run_contract_suite(repo: Path, shared: Path, progress: localstack_host.Repor
 # --------------------------------------------------------------------------- notebooks
 
 
-NOT_YET_ON_A_REAL_CLOCK = {
-    "07": "its chaos day waits out each crash's visibility timeout on LocalStack's real clock (15 s a time at "
-          "the 60x time scale): both notebooks were still running at 360 s (issue 30)",
-}
-"""Labs a default run leaves out, each with the reason the run prints; ``--labs`` still runs them."""
-
-
 def every_lab(repo: Path) -> tuple[str, ...]:
-    """The two-digit ids of every lab with an instructor notebook, left-out labs included (``--labs``' choices)."""
+    """The two-digit ids of every lab with an instructor notebook (``--labs``' choices)."""
     return tuple(sorted(path.name[:2] for path in (repo / "labs" / "solutions").glob("[0-9][0-9]_*.ipynb")))
 
 
 def lab_notebooks(repo: Path, kind: str, labs: Sequence[str] = ()) -> list[Path]:
-    """The instructor (``labs/solutions``) or student (``labs``) notebooks, in lab order: those of ``labs`` if
-    given, else every lab's but those ``NOT_YET_ON_A_REAL_CLOCK``."""
+    """The instructor (``labs/solutions``) or student (``labs``) notebooks, in lab order; only ``labs`` if given."""
     folder = repo / "labs" / ("solutions" if kind == "instructor" else "")
-    wanted = (lambda lab: lab in labs) if labs else (lambda lab: lab not in NOT_YET_ON_A_REAL_CLOCK)
-    return sorted(path for path in folder.glob("[0-9][0-9]_*.ipynb") if wanted(path.name[:2]))
+    return sorted(path for path in folder.glob("[0-9][0-9]_*.ipynb") if not labs or path.name[:2] in labs)
 
 
 def run_notebook(path: Path, kind: str, shared: Path, limit: float) -> NotebookRun:
