@@ -77,7 +77,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
     In CI they are not skipped: the ``browser`` fixture fails them instead, so a
     CI machine without Chromium cannot pass by running no browser test.
+    The tests that read one notebook's run go next to each other, so its page
+    and kernel are shut down before the next notebook opens (``NotebookRuns``).
     """
+    _each_notebook_read_together(items)
     if find_chromium() is not None or browser_required():
         return
     skip = pytest.mark.skip(reason=CHROMIUM_MISSING)
@@ -85,6 +88,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         needs_browser = {"browser", "lab_server"} & set(getattr(item, "fixturenames", ()))
         if E2E_DIR in Path(item.path).parents and needs_browser:
             item.add_marker(skip)
+
+
+def _each_notebook_read_together(items: list[pytest.Item]) -> None:
+    """Reorder, in their own places, the tests that take the ``ran`` fixture: by notebook, then as collected."""
+    places = [index for index, item in enumerate(items) if "ran" in _params(item)]
+    by_notebook = sorted((items[index] for index in places), key=lambda item: _params(item)["ran"])
+    for index, item in zip(places, by_notebook):
+        items[index] = item
+
+
+def _params(item: pytest.Item) -> dict:
+    callspec = getattr(item, "callspec", None)
+    return callspec.params if callspec is not None else {}
 
 
 @dataclass
@@ -120,6 +136,12 @@ class LabServer:
         with LOOPBACK.open(request, timeout=10) as response:
             body = response.read()
         return json.loads(body) if body else None
+
+    def delete_session(self, notebook: str) -> None:
+        """Shut down the kernel session of ``notebook`` (its path under the server root)."""
+        for session in self.api("GET", "sessions"):
+            if session["path"] == notebook:
+                self.api("DELETE", f"sessions/{session['id']}")
 
     def delete_sessions(self) -> None:
         """Shut down every kernel session (kernels outlive the browser page)."""

@@ -150,30 +150,40 @@ def run_to_the_end(page: Page, panel: Locator, notebook: str, artifacts_dir: Pat
 
 
 class NotebookRuns:
-    """Each target notebook opened and run once, on first use, in its own page, kept until the session ends.
+    """Each target notebook opened and run once, on first use, in its own page, kept until its last reader is done.
 
     Both tests of a notebook read the same run, whatever order they run in: a
     pytest-xdist worker tears a module's fixtures down between two of its tests,
-    and a fixture of that scope would run every notebook twice.
+    and a fixture of that scope would run every notebook twice. Once every test
+    that reads a notebook has run, its page and its kernel are shut down, so no
+    finished notebook's page keeps polling the server while the next one runs.
     """
 
     def __init__(self, browser, lab_server, artifacts_dir: Path) -> None:
         self.browser, self.lab_server, self.artifacts_dir = browser, lab_server, artifacts_dir
         self.runs: dict[str, RanNotebook] = {}
-        self.contexts: list[object] = []
+        self.contexts: dict[str, object] = {}
+        self.reads: dict[str, int] = {}
 
     def run(self, notebook: str) -> RanNotebook:
         if notebook not in self.runs:
             context = self.browser.new_context(viewport={"width": 1280, "height": 900})
-            self.contexts.append(context)
+            self.contexts[notebook] = context
             page = context.new_page()
             panel = open_notebook(page, self.lab_server, notebook)
             problem = run_to_the_end(page, panel, notebook, self.artifacts_dir)
             self.runs[notebook] = RanNotebook(notebook, NOTEBOOKS[notebook], page, panel, problem)
         return self.runs[notebook]
 
+    def read(self, notebook: str, readers: int) -> None:
+        """One test of ``readers`` is done with ``notebook``'s run; after the last, close its page and kernel."""
+        self.reads[notebook] = self.reads.get(notebook, 0) + 1
+        if self.reads[notebook] == readers and notebook in self.contexts:
+            self.contexts.pop(notebook).close()
+            self.lab_server.delete_session(notebook)
+
     def close(self) -> None:
-        for context in self.contexts:
+        for context in self.contexts.values():
             context.close()
         self.lab_server.delete_sessions()
 
@@ -189,9 +199,16 @@ def notebook_runs(browser, lab_server, artifacts_dir: Path) -> Iterator[Notebook
 
 
 @pytest.fixture(params=sorted(NOTEBOOKS), ids=lambda notebook: Path(notebook).stem)
-def ran(request: pytest.FixtureRequest, notebook_runs: NotebookRuns) -> RanNotebook:
-    """A target notebook after Run All (run once however many tests read it)."""
-    return notebook_runs.run(request.param)
+def ran(request: pytest.FixtureRequest, notebook_runs: NotebookRuns) -> Iterator[RanNotebook]:
+    """A target notebook after Run All (run once however many tests of this session read it)."""
+    yield notebook_runs.run(request.param)
+    notebook_runs.read(request.param, readers=readers_of(request.session, request.param))
+
+
+def readers_of(session: pytest.Session, notebook: str) -> int:
+    """How many collected tests read ``notebook``'s run."""
+    return sum(1 for item in session.items
+               if getattr(item, "callspec", None) is not None and item.callspec.params.get("ran") == notebook)
 
 
 def test_lab_settings_overrides_apply(lab_server) -> None:
