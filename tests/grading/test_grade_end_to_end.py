@@ -83,9 +83,8 @@ def test_the_gradebook_of_the_six_submissions(grader_with_credentials, room, tmp
 
 def test_a_learner_fitted_to_the_public_cases_reads_the_mistake_never_the_hidden_input(grader_with_credentials, room,
                                                                                         tmp_path):
-    feedback = tmp_path / "feedback"
-    assert main(["grade", str(room / "partly_correct_99_fixture.ipynb"), "--out", str(tmp_path / "g.csv"),
-                 "--feedback", str(feedback)]) == 0
+    feedback = tmp_path / "feedback"  # by default, beside the gradebook
+    assert main(["grade", str(room / "partly_correct_99_fixture.ipynb"), "--out", str(tmp_path / "g.csv")]) == 0
     said = (feedback / "partly_correct.md").read_text()
     assert "- public case *redelivered after a visibility timeout*: pass" in said
     assert "- hidden case 1: fail; it points to: keyed on the message id" in said

@@ -51,8 +51,9 @@ digits, '.', '-' and '_'.
 The gradebook (Canvas's gradebook CSV layout): a header row (learner, one column per
 check of the labs handed in, total), a 'Points Possible' row of the grader's own
 maximum points, then one row per learner; numbers only, blank where a learner handed
-in no notebook of that lab. Feedback: FEEDBACK/<learner>.md, every public case's
-diagnosis and, for a failed hidden case, the mistake it points to, never its inputs.
+in no notebook of that lab. Feedback: FEEDBACK/<learner>.md (FEEDBACK is feedback/
+beside the gradebook unless --feedback names it), every public case's diagnosis and,
+for a failed hidden case, the mistake it points to, never its inputs.
 
 --shard I/N grades the learners at positions I-1, I-1+N, ... of the sorted learner
 ids (every shard must see the same submissions); `fleetlab gradebook merge` joins
@@ -108,8 +109,9 @@ def release(out: Path, course: Path, force: bool) -> int:
 @click.argument("paths", nargs=-1, required=True, type=PATH, metavar="PATH...",
                 help="notebooks, or folders of them")
 @click.option("--out", type=PATH, default=Path("grades.csv"), help="the gradebook CSV to write")
-@click.option("--feedback", type=PATH, default=Path("feedback"),
-              help="the folder for the feedback files, one <learner>.md each (default feedback)")
+@click.option("--feedback", type=PATH, default=None,
+              help="the folder for the feedback files, one <learner>.md each (default: feedback/ beside the "
+                   "gradebook)")
 @click.option("--report", type=PATH, default=None, metavar="ROOM.html",
               help="also write the room report: per check, the share that passed and the most common "
                    "misconceptions, with a plot, for the facilitator's screen")
@@ -120,13 +122,14 @@ def release(out: Path, course: Path, force: bool) -> int:
 @click.option("--grading-timeout", type=POSITIVE_FLOAT, default=60, help="seconds for the hidden cases (default 60)")
 @click.option("--workers", type=POSITIVE_INT, default=DEFAULT_WORKERS,
               help=f"kernels running at once (default {DEFAULT_WORKERS}); the judge takes more notebooks meanwhile")
-def grade(paths: tuple[Path, ...], out: Path, feedback: Path, report: Path | None, shard: Shard, cell_timeout: float,
-          notebook_timeout: float, grading_timeout: float, workers: int) -> int:
+def grade(paths: tuple[Path, ...], out: Path, feedback: Path | None, report: Path | None, shard: Shard,
+          cell_timeout: float, notebook_timeout: float, grading_timeout: float, workers: int) -> int:
     from fleetlab_instructor.grading import gradebook
     from fleetlab_instructor.grading.feedback import write_feedback
     from fleetlab_instructor.grading.grade import Limits, grade_notebooks
     from fleetlab_instructor.grading.submissions import find_submissions, shard_of
 
+    feedback = feedback if feedback is not None else out.parent / "feedback"
     submissions = shard_of(find_submissions(paths), shard)
     notebooks = [sub.path for sub in submissions]
     limits = Limits(cell=cell_timeout, notebook=notebook_timeout, grading=grading_timeout)
