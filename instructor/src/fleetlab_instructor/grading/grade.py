@@ -47,6 +47,7 @@ from fleetlab.core.errors import InvalidInput
 from fleetlab.course.grading.registry import Check
 from fleetlab.course.grading.results import CaseResult, CheckStatus, conclude
 from fleetlab_instructor.checks import full_check, full_checks
+from fleetlab_instructor.grading.demos import cells_to_skip
 from fleetlab_instructor.grading.judging import JudgeServer, Verdicts, judge_answers
 from fleetlab_instructor.grading.sandbox import kernel_env, write_kernel_startup
 from fleetlab_instructor.grading.submissions import lab_of
@@ -164,7 +165,10 @@ def prepare(job: Job) -> None:
 
 
 def execute(job: Job) -> None:
-    """Run the learner's code cells in a fresh kernel, within the cell and notebook limits."""
+    """Run the notebook's code cells in a fresh kernel, within the cell and notebook limits.
+
+    The course's demonstrations that no answer needs are left out (``demos.cells_to_skip``).
+    """
     if job.nb is None:
         return
     try:
@@ -172,9 +176,10 @@ def execute(job: Job) -> None:
     except KernelStartFailed as exc:
         job.errors.append(str(exc))
         return
+    skipped = cells_to_skip(job.nb, [check.answer_name for check in job.graded.values() if check.answer_name])
     deadline = time.monotonic() + job.limits.notebook
     for index, cell in enumerate(job.nb.cells):
-        if cell.cell_type != "code" or not cell.source.strip():
+        if cell.cell_type != "code" or not cell.source.strip() or index in skipped:
             continue
         remaining = deadline - time.monotonic()
         cut_by_notebook = remaining < job.limits.cell
