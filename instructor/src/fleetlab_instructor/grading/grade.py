@@ -4,7 +4,8 @@
 
 The learner's kernel only runs the learner's cells and hands the answers
 over: a last cell the grader appends (``session.hand_in``) writes each
-answer, serialised by value, to a file. The verdict is computed outside that
+answer, serialised by value, to a file. The course's demonstration cells
+that no answer needs are not run (``demos``). The verdict is computed outside that
 kernel, by a judge (``fleetlab.course.grading.judge``): a fresh process in
 the same sandbox in which no learner cell ever ran, given the hidden cases
 by the grader. It reports each case's status as JSON; the grader scores the
