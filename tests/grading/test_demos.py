@@ -84,7 +84,7 @@ def test_an_answer_using_a_name_only_a_demo_defines_grades_full_marks_and_an_unn
     nb.cells[2:2] = [demo("import math"), demo("import os\nos._exit(1)  # would kill the kernel, were it run")]
     nbformat.write(nb, submitted := tmp_path / "demos_99_fixture.ipynb")
     out = tmp_path / "grades.csv"
-    assert main(["grade", str(submitted), "--out", str(out)]) == 0
+    assert main(["grade", str(submitted), "--out", str(out), "--feedback", str(tmp_path / "feedback")]) == 0
     with out.open(newline="") as file:
         rows = {row["learner"]: row for row in csv.DictReader(file)}
     assert (rows["demos"]["99.dedupe"], rows["demos"]["99.visibility"]) == ("3", "2")  # the kernel never died
