@@ -119,6 +119,21 @@ def test_unfinished_work_says_not_yet_never_a_traceback(answer):
     assert run_check(DOUBLE, answer, include_hidden=True).points == 0
 
 
+def test_once_a_case_says_not_yet_the_rest_are_not_run_and_the_verdict_is_the_same():
+    ran = []
+
+    def counted(answer, case, ctx):
+        ran.append(case.name)
+        return doubles(answer, case, ctx)
+
+    register("98.counted", title="counted", public=[Number("one", 1), Number("two", 2)], hidden_cases=1)(counted)
+    result = run_check(get_check("98.counted").with_hidden([Number("minus three", -3)]), not_written,
+                       include_hidden=True)
+    assert (result.status, result.points, ran) == (CheckStatus.NOT_YET, 0, ["one"])
+    assert [(case.status, case.diagnosis) for case in result.cases[1:]] == [
+        ("skipped", "not run: an earlier case found the exercise unfinished")] * 2
+
+
 def test_an_exception_in_the_learners_code_is_a_fail_that_names_it():
     result = run_check(DOUBLE, divides)
     assert result.status == "fail"

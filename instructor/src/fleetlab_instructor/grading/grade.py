@@ -4,7 +4,8 @@
 
 The learner's kernel only runs the learner's cells and hands the answers
 over: a last cell the grader appends (``session.hand_in``) writes each
-answer, serialised by value, to a file. The verdict is computed outside that
+answer, serialised by value, to a file. The course's demonstration cells
+that no answer needs are not run (``demos``). The verdict is computed outside that
 kernel, by a judge (``fleetlab.course.grading.judge``): a fresh process in
 the same sandbox in which no learner cell ever ran, given the hidden cases
 by the grader. It reports each case's status as JSON; the grader scores the
@@ -47,6 +48,7 @@ from fleetlab.core.errors import InvalidInput
 from fleetlab.course.grading.registry import Check
 from fleetlab.course.grading.results import CaseResult, CheckStatus, conclude
 from fleetlab_instructor.checks import full_check, full_checks
+from fleetlab_instructor.grading.demos import cells_to_skip
 from fleetlab_instructor.grading.judging import JudgeServer, Verdicts, judge_answers
 from fleetlab_instructor.grading.sandbox import kernel_env, share_fidelity_tables, write_kernel_startup
 from fleetlab_instructor.grading.submissions import lab_of
@@ -164,7 +166,10 @@ def prepare(job: Job) -> None:
 
 
 def execute(job: Job) -> None:
-    """Run the learner's code cells in a fresh kernel, within the cell and notebook limits."""
+    """Run the notebook's code cells in a fresh kernel, within the cell and notebook limits.
+
+    The course's demonstrations that no answer needs are left out (``demos.cells_to_skip``).
+    """
     if job.nb is None:
         return
     try:
@@ -172,9 +177,10 @@ def execute(job: Job) -> None:
     except KernelStartFailed as exc:
         job.errors.append(str(exc))
         return
+    skipped = cells_to_skip(job.nb, [check.answer_name for check in job.graded.values() if check.answer_name])
     deadline = time.monotonic() + job.limits.notebook
     for index, cell in enumerate(job.nb.cells):
-        if cell.cell_type != "code" or not cell.source.strip():
+        if cell.cell_type != "code" or not cell.source.strip() or index in skipped:
             continue
         remaining = deadline - time.monotonic()
         cut_by_notebook = remaining < job.limits.cell

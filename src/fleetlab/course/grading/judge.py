@@ -202,8 +202,10 @@ takes seconds), so the server makes it once and every judge it forks starts with
 
 def preload() -> None:
     """Import what every judge needs once, in the server: the runner, boto3, moto and its emulation of each
-    service, and every shipped check. Leaves no backend open and no thread running."""
+    service, jsonschema (the envelopes' validator imports it on first use) and every shipped check. Leaves no
+    backend open and no thread running."""
     import cloudpickle  # noqa: F401
+    import jsonschema  # noqa: F401  # with its format extras, about 2 s of CPU each judge would pay again
 
     from fleetlab.backends.backend import open_backend
 

@@ -22,7 +22,7 @@ class CheckStatus(Status):
     FAIL = "fail"
     NOT_YET = "not yet"  # the exercise is unfinished
     ERROR = "error"  # the check itself broke: a fleetlab bug, never the learner's fault
-    SKIPPED = "skipped"  # a case not run because an earlier one timed out
+    SKIPPED = "skipped"  # a case not run: an earlier one timed out or said "not yet"
 
 
 NOT_YET_ADVICE = (

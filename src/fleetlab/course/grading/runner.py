@@ -55,6 +55,7 @@ BUSY_FACTOR = 10.0
 of it a busy machine let them run."""
 TOO_BUSY = "not judged: this machine was too busy"
 
+NOT_RUN_UNFINISHED = "not run: an earlier case found the exercise unfinished"
 SLOW_BACKEND_HELP = "docs/troubleshooting.md#a-check-times-out-waiting-on-the-backend"
 WAIT_FILES = (*clock.CLOCK_FILES, timescale.__file__)
 """Where a wait on the clock happens: a learner's frame calling into these is the learner's own wait."""
@@ -248,13 +249,16 @@ _Run = tuple[Case, bool, "CheckContext"]
 
 
 def _run_in_turn(check: Check, answer: Any, runs: list[_Run]) -> list[CaseResult]:
-    """One case after another; once the budget has run out, the rest are skipped."""
-    results = []
+    """One case after another; once the budget has run out, or a case says "not yet" (then the check's verdict
+    whatever the others would say), the rest are skipped."""
+    results: list[CaseResult] = []
     for case, hidden, context in runs:
-        if context.budget.remaining() <= 0:
+        if any(result.status == CheckStatus.NOT_YET for result in results):
+            results.append(CaseResult(case.name, CheckStatus.SKIPPED, NOT_RUN_UNFINISHED, hidden))
+        elif context.budget.remaining() <= 0:
             results.append(CaseResult(case.name, CheckStatus.SKIPPED, "not run: the check ran out of time", hidden))
-            continue
-        results.append(_run_case(check, answer, case, context, hidden))
+        else:
+            results.append(_run_case(check, answer, case, context, hidden))
     return results
 
 
