@@ -1,6 +1,6 @@
 """Memoise pure functions that in-process moto calls again and again, and take its slowest needless detours (issue 30).
 
-Four computations moto repeats with the same arguments, each a pure
+Five computations moto repeats with the same arguments, each a pure
 function of them (caching the first three took about a third off the CPU
 time of a 10,000-step chaos day on moto, 239 s to 162 s on the course machine):
 
@@ -32,7 +32,7 @@ Two detours computed the same answer the long way:
   own ``message_retention_period`` is the value it reads.
 
 A cache keyed on the arguments hands back what the first call built (a
-parsed path and a list of names, which moto only reads), and a shortcut
+parsed path, a list of names, tokens, a tree: moto only reads them), and a shortcut
 returns what the detour returns, so moto answers exactly as without them.
 ``install()`` puts them where moto looks the functions up and returns the
 callable that takes them out again; the moto backends install them when
@@ -86,12 +86,16 @@ def _retention_check(original: Callable[..., bool]) -> Callable[..., bool]:
 
 
 def _remembered(found: dict[Any, Any], key: Any, make: Callable[[], Any]) -> Any:
-    """``found[key]``, made first if missing; ``found`` is emptied when it holds ``PARSED_EXPRESSIONS``."""
-    if key not in found:
+    """``found[key]``, made first if missing; ``found`` is emptied when it holds ``PARSED_EXPRESSIONS``.
+
+    Safe on moto-server's threads: two may both make a missing value (the same one), and neither reads it back.
+    """
+    value = found.get(key)
+    if value is None:
         if len(found) >= PARSED_EXPRESSIONS:
             found.clear()
-        found[key] = make()
-    return found[key]
+        value = found[key] = make()
+    return value
 
 
 def _lexed_once(original: Callable[[Any], Any]) -> Callable[[Any], Any]:
