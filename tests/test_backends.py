@@ -55,3 +55,31 @@ def test_a_backend_closes_everything_it_started_once():
     backend.close()
     assert os.environ.get("MOTO_PORT") != port
     VirtualClock().close()  # the backend's clock is gone: a new one may start
+
+
+
+def test_in_process_moto_answers_the_fleets_unsigned_requests_as_signed_ones_and_s3_stays_signed():
+    sent: dict[str, list[dict]] = {"sqs": [], "dynamodb": [], "s3": []}
+    backend = open_backend("moto")
+    try:
+        clients = {service: backend.client(service) for service in sent}
+        for service, client in clients.items():
+            client.meta.events.register("before-send", lambda request, _s=service, **_: sent[_s].append(request.headers))
+        sqs, dynamodb, s3 = clients["sqs"], clients["dynamodb"], clients["s3"]
+        url = sqs.create_queue(QueueName="unsigned")["QueueUrl"]
+        queue_arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        table_arn = dynamodb.create_table(TableName="unsigned", KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+                                          AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+                                          BillingMode="PAY_PER_REQUEST")["TableDescription"]["TableArn"]
+        s3.create_bucket(Bucket="fleetlab-unsigned")
+        s3.put_object(Bucket="fleetlab-unsigned", Key="k", Body=b"v")
+        body = s3.get_object(Bucket="fleetlab-unsigned", Key="k")["Body"].read()
+        account = backend.account_id
+    finally:
+        backend.close()
+    assert sent["sqs"] and sent["dynamodb"]
+    assert not any("Authorization" in headers for service in ("sqs", "dynamodb") for headers in sent[service])
+    assert sent["s3"] and all("Authorization" in headers for headers in sent["s3"])
+    assert queue_arn == "arn:aws:sqs:us-east-1:123456789012:unsigned"
+    assert table_arn == "arn:aws:dynamodb:us-east-1:123456789012:table/unsigned"
+    assert account == "123456789012" and body == b"v"

@@ -1,11 +1,19 @@
-"""The moto backends memoise moto's JSONPath parse: the cache is hit, and moto answers exactly as without it."""
+"""The moto backends memoise moto's JSONPath parse (the cache is hit) and take shortcuts past its slow detours,
+and moto answers exactly as without them."""
 
+import datetime
 import json
 
 import jsonpath_ng.ext
 import moto.core.responses
+import moto.core.utils
 import moto.sqs.models
+import pytest
+import time_machine
+from moto.dynamodb.comparisons import ConditionExpressionParser
+from moto.dynamodb.parsing.expressions import UpdateExpressionParser
 from moto.events.utils import EventTemplateParser
+from moto.sqs.models import SQSBackend
 from moto.sqs.responses import SQSResponse
 
 from fleetlab.backends import motocache
@@ -13,6 +21,16 @@ from fleetlab.backends.backend import open_backend
 
 CACHED = [(jsonpath_ng.ext, "parse"), (moto.core.responses, "method_names_from_class"),
           (moto.core.responses, "camelcase_to_underscores"), (moto.sqs.models, "camelcase_to_underscores")]
+
+
+def replaced():
+    """Where each of motocache's replacements goes: (module or class, name)."""
+    modules = [__import__(module, fromlist=["_"]) for module, *_ in motocache.REPLACED]
+    return [(getattr(module, owner) if owner else module, name)
+            for module, (_, owner, name, _) in zip(modules, motocache.REPLACED)]
+
+
+REPLACED_ORIGINALS = [vars(owner)[name] for owner, name in replaced()]
 DEFAULT_PATHS = len(EventTemplateParser.DEFAULT_EVENT_INPUT_PATHS_MAP)
 EVENT = {"version": "0", "id": "e-1", "detail-type": "step", "source": "fleetlab.test", "account": "123456789012",
          "time": 1796194800.0, "region": "us-east-1", "resources": ["arn:aws:s3:::b"],
@@ -41,6 +59,7 @@ def test_a_moto_backend_parses_each_path_once_for_the_events_it_delivers_and_for
     assert sorted(json.loads(m["Body"])["detail"]["n"] for m in received) == [0, 1, 2]
     assert classes.hits >= 1  # the second ReceiveMessage found SQS's methods listed
     assert [getattr(module, name) for module, name in CACHED] == originals
+    assert [vars(owner)[name] for owner, name in replaced()] == REPLACED_ORIGINALS
 
 
 def test_the_memoised_parse_renders_an_event_as_moto_does_with_and_without_a_transformer():
@@ -73,3 +92,79 @@ def test_the_memoised_name_helpers_answer_as_moto_does():
     assert memoised == [plain, plain]
     assert "receive_message" in plain[1]
     assert hits == (len(names), 1)
+
+
+@pytest.mark.parametrize("instant", [1796194800.0, 1796194800.9999996, 1796194800.1234567, 1.0000005])
+def test_the_shortcut_clock_reads_the_same_float_as_moto_at_any_instant(instant):
+    moment = datetime.datetime(2026, 12, 2, 18, 30, 15, 250_001)
+    with time_machine.travel(instant, tick=False):
+        plain = (moto.core.utils.unix_time(), moto.core.utils.unix_time_millis(), moto.core.utils.unix_time(moment))
+        uninstall = motocache.install()
+        try:
+            shortcut = (moto.sqs.models.unix_time(), moto.core.utils.unix_time_millis(),
+                        moto.core.utils.unix_time(moment))
+        finally:
+            uninstall()
+    assert shortcut == plain
+
+
+def test_the_retention_shortcut_keeps_a_message_exactly_as_long_as_moto_does():
+    backend = SQSBackend("us-east-1", "123456789012")
+    with time_machine.travel(1796194800.0, tick=False) as traveller:
+        backend.create_queue("retained", MessageRetentionPeriod="60")
+        message = backend.send_message("retained", "body")
+        answers = []
+        for seconds in (0, 59.999, 0.001, 1):  # inside the period, its last instant, past it
+            traveller.shift(seconds)
+            plain = SQSBackend.is_message_valid_based_on_retention_period(backend, "retained", message)
+            uninstall = motocache.install()
+            try:
+                answers.append((plain, SQSBackend.is_message_valid_based_on_retention_period(backend, "retained", message)))
+            finally:
+                uninstall()
+    assert answers == [(True, True), (True, True), (False, False), (False, False)]
+
+
+def test_the_lexer_lexes_each_condition_once_and_hands_out_the_same_tokens_every_time(monkeypatch):
+    expressions = ["attribute_not_exists(pk) OR (#status = :inprogress AND lease_until < :now)", "#owner = :owner"]
+    plain = [list(ConditionExpressionParser(e, {}, {})._lex_condition_expression()) for e in expressions]
+    lex_one, tokens_lexed = ConditionExpressionParser._lex_one_node, []
+
+    def counted(parser, remaining):
+        tokens_lexed.append(remaining)
+        return lex_one(parser, remaining)
+
+    monkeypatch.setattr(ConditionExpressionParser, "_lex_one_node", counted)
+    lexed = []
+    uninstall = motocache.install()
+    try:
+        for _ in range(2):
+            for expression in expressions:
+                tokens = ConditionExpressionParser(expression, {}, {})._lex_condition_expression()
+                lexed.append(list(tokens))
+                tokens.clear()  # the parser consumes its deque: the next parse must get the tokens whole
+    finally:
+        uninstall()
+    assert lexed == plain + plain
+    assert len(plain[0]) > 10
+    assert len(tokens_lexed) == len(set(tokens_lexed))  # the second round lexed nothing again
+
+
+def shape(node):
+    """A parse tree as nested (type, children) tuples: moto's nodes do not compare by value."""
+    children = getattr(node, "children", None)
+    return repr(node) if children is None else (type(node).__name__, tuple(shape(child) for child in children))
+
+
+def test_the_update_parser_parses_each_expression_once_into_the_tree_moto_builds():
+    expressions = ["SET #status = :done, #result = :result", "SET lease_until = :until", "REMOVE a SET b = b + :one"]
+    plain = [shape(UpdateExpressionParser.make(e)) for e in expressions]
+    uninstall = motocache.install()
+    try:
+        first = [UpdateExpressionParser.make(e) for e in expressions]
+        again = [UpdateExpressionParser.make(e) for e in expressions]
+    finally:
+        uninstall()
+    assert [shape(tree) for tree in first] == plain
+    assert all(tree is same for tree, same in zip(first, again))  # the second round parsed nothing
+    assert plain[0][0] == "UpdateExpression" and len(str(plain)) > 200

@@ -1,8 +1,8 @@
-"""Memoise pure functions that in-process moto calls again and again (issue 30: the chaos day's cost).
+"""Memoise pure functions that in-process moto calls again and again, and take its slowest needless detours (issue 30).
 
-Three computations moto repeats with the same arguments, each a pure
-function of them; caching them takes about a third off the CPU time of a
-10,000-step chaos day on moto (239 s to 162 s on the course machine):
+Five computations moto repeats with the same arguments, each a pure
+function of them (caching the first three took about a third off the CPU
+time of a 10,000-step chaos day on moto, 239 s to 162 s on the course machine):
 
 - EventBridge renders each matched event for each target through an input
   template whose eight JSONPath expressions it parses again every time
@@ -12,20 +12,44 @@ function of them; caching them takes about a third off the CPU time of a
 - every request lists the response class's methods with ``inspect``
   (``method_names_from_class``) to find its action;
 - SQS converts each attribute name to a Python name
-  (``camelcase_to_underscores``), a dozen names for each message received.
+  (``camelcase_to_underscores``), a dozen names for each message received;
+- DynamoDB lexes each ConditionExpression again, twice per conditional
+  write (``ConditionExpressionParser._lex_condition_expression``); the
+  tokens are immutable, so each parse gets a fresh deque of the first lexing's;
+- it parses each UpdateExpression twice per UpdateItem
+  (``UpdateExpressionParser.make``); moto only reads the tree (its validator
+  works on a deep copy), so every call can share the first parse's.
+
+Two detours computed the same answer the long way:
+
+- moto reads the time as a timezone-aware datetime and subtracts the epoch
+  (``unix_time``), for every message of a queue each time it looks at one;
+  the clock's nanoseconds, cut to microseconds as ``datetime.now`` cuts
+  them, give the same float;
+- for each message it receives, SQS checks the retention period through
+  ``get_queue_attributes``, which builds every attribute of the queue three
+  times (each build counts the queue's messages three times); the queue's
+  own ``message_retention_period`` is the value it reads.
 
 A cache keyed on the arguments hands back what the first call built (a
-parsed path and a list of names, which moto only reads), so moto answers
-exactly as without it. ``install()`` puts the caches where moto looks the
-functions up and returns the callable that takes them out again; the moto
-backends install them when they open and remove them when they close.
+parsed path, a list of names, tokens, a tree: moto only reads them), and a shortcut
+returns what the detour returns, so moto answers exactly as without them.
+``install()`` puts them where moto looks the functions up and returns the
+callable that takes them out again; the moto backends install them when
+they open and remove them when they close.
 """
 
 from __future__ import annotations
 
+import collections
 import functools
 import importlib
+import time
 from collections.abc import Callable
+from typing import Any
+
+INSTALLED = "_fleetlab_motocache"  # marks a replacement, so a second open backend leaves it be
+PARSED_EXPRESSIONS = 1024  # distinct DynamoDB expressions kept lexed or parsed; the library uses a handful
 
 MEMOISED = (  # (module, function, cache size): where moto looks each function up
     ("jsonpath_ng.ext", "parse", 256),  # distinct paths: the default template's 8, a transformer's few
@@ -35,16 +59,99 @@ MEMOISED = (  # (module, function, cache size): where moto looks each function u
 )
 
 
+def _unix_time(original: Callable[..., float]) -> Callable[..., float]:
+    """``unix_time()`` read from the clock's nanoseconds (floored to microseconds, as datetime.now does)."""
+
+    @functools.wraps(original)
+    def unix_time(dt: Any = None) -> float:
+        if dt is not None:
+            return original(dt)
+        seconds, micros = divmod(time.time_ns() // 1_000, 1_000_000)
+        return seconds + micros / 1e6
+
+    return unix_time
+
+
+def _retention_check(original: Callable[..., bool]) -> Callable[..., bool]:
+    """SQS's retention check reading the queue's retention period off the queue."""
+
+    sqs_models = importlib.import_module("moto.sqs.models")
+
+    @functools.wraps(original)
+    def is_message_valid_based_on_retention_period(backend: Any, queue_name: str, message: Any) -> bool:
+        retention_period = backend.get_queue(queue_name).message_retention_period
+        return bool(retention_period + message.sent_timestamp / 1000 > sqs_models.unix_time())
+
+    return is_message_valid_based_on_retention_period
+
+
+def _remembered(found: dict[Any, Any], key: Any, make: Callable[[], Any]) -> Any:
+    """``found[key]``, made first if missing; ``found`` is emptied when it holds ``PARSED_EXPRESSIONS``.
+
+    Safe on moto-server's threads: two may both make a missing value (the same one), and neither reads it back.
+    """
+    value = found.get(key)
+    if value is None:
+        if len(found) >= PARSED_EXPRESSIONS:
+            found.clear()
+        value = found[key] = make()
+    return value
+
+
+def _lexed_once(original: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """The condition lexer memoised on the expression: a fresh deque of the first lexing's tokens."""
+    lexed: dict[str, tuple[Any, ...]] = {}
+
+    @functools.wraps(original)
+    def lex(parser: Any) -> collections.deque[Any]:
+        tokens = _remembered(lexed, parser.condition_expression, lambda: tuple(original(parser)))
+        return collections.deque(tokens)
+
+    return lex
+
+
+def _parsed_once(original: Any) -> Any:
+    """The update-expression parser (a classmethod) memoised on the expression: the first parse's tree."""
+    parse = original.__func__
+    parsed: dict[tuple[type, str], Any] = {}
+
+    @functools.wraps(parse)
+    def make(parser: type, expression: str) -> Any:
+        return _remembered(parsed, (parser, expression), lambda: parse(parser, expression))
+
+    return classmethod(make)
+
+
+REPLACED = (  # (module, class in it or "" for the module itself, name, the replacement made from moto's own)
+    ("moto.core.utils", "", "unix_time", _unix_time),  # also what unix_time_millis calls
+    ("moto.sqs.models", "", "unix_time", _unix_time),
+    ("moto.sqs.models", "SQSBackend", "is_message_valid_based_on_retention_period", _retention_check),
+    ("moto.dynamodb.comparisons", "ConditionExpressionParser", "_lex_condition_expression", _lexed_once),
+    ("moto.dynamodb.parsing.expressions", "UpdateExpressionParser", "make", _parsed_once),
+)
+
+
 def install() -> Callable[[], None]:
-    """Memoise each of ``MEMOISED`` until the returned callable is called; one already memoised is left alone."""
+    """Memoise each of ``MEMOISED`` and replace each of ``REPLACED`` until the returned callable is called;
+    one already in place (a backend still open put it there) is left alone."""
     undo: list[Callable[[], None]] = []
     for module_name, name, size in MEMOISED:
         module = importlib.import_module(module_name)
         original = getattr(module, name)
-        if hasattr(original, "cache_info"):  # a backend still open memoised it
+        if hasattr(original, "cache_info"):
             continue
         setattr(module, name, functools.lru_cache(maxsize=size)(original))
         undo.append(functools.partial(setattr, module, name, original))
+    for module_name, class_name, name, replacement in REPLACED:
+        module = importlib.import_module(module_name)
+        owner = getattr(module, class_name) if class_name else module
+        original = vars(owner)[name]
+        if getattr(original, INSTALLED, False):
+            continue
+        replaced = replacement(original)
+        setattr(replaced, INSTALLED, True)
+        setattr(owner, name, replaced)
+        undo.append(functools.partial(setattr, owner, name, original))
 
     def uninstall() -> None:
         for restore in reversed(undo):
