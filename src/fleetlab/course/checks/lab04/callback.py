@@ -140,7 +140,7 @@ def check_callback(answer: Any, case: Steps, ctx: Any) -> CaseOutcome:
         runs, watch = _run_steps(answer, case, ctx)
         _raise_learner_bug(watch)
         problem = next(filter(None, (_judge_step(step, runs[step.name], watch) for step in case.steps)), "")
-        if _GAP not in problem or ctx.remaining() < 2 * (time.monotonic() - started):
+        if not any(marker in problem for marker in _RUN_AGAIN) or ctx.remaining() < 2 * (time.monotonic() - started):
             break
     if problem:
         return CaseOutcome(False, problem)
@@ -186,15 +186,23 @@ def _judge_step(step: Step, run: CallbackRun, watch: _Watch) -> str:
         return f"the {step.name}: your worker never answered, so the execution was left {run.status}"
     if step.late:
         return ""
+    if run.error in HEARTBEAT_ERRORS:  # the worker heard within the window (_judge_heartbeat), yet the timer ran out
+        return (f"the {step.name}: {_HANDED_LATE} ({run.error}), though your worker answered within "
+                f"HeartbeatSeconds {step.heartbeat_seconds} of getting it: this machine was too busy; "
+                "run the check again")
     if step.behaviour.kind == "fails":
         return _judge_failure(step, run, answered[0])
     return _judge_success(step, run, answered[0])
 
 
 GAP_ATTEMPTS = 3
-"""A heartbeat gap is confirmed by running the case again (up to this many runs in all): on a
-loaded machine a right answer's thread can be late once; a wrong one leaves the gap every time."""
+"""A heartbeat gap, or a timer that ran out before the worker had the task, is confirmed by running the
+case again (up to this many runs in all): on a loaded machine a right answer's thread can be late once;
+a wrong one leaves the gap every time."""
 _GAP = "runs under HeartbeatSeconds"
+_HANDED_LATE = "its task's timer ran out before your worker was handed the task"
+_RUN_AGAIN = (_GAP, _HANDED_LATE)
+"""Problems a loaded machine can cause to a right answer: the case runs again (``GAP_ATTEMPTS``) to confirm them."""
 
 
 def _judge_heartbeat(step: Step, run: CallbackRun, mine: list[Call], started: float | None) -> str:
