@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# uv installs the course into the venv (pip took 88 s of a fresh clone's make test, uv 26 s with a cold cache).
+UV_VERSION := 0.9.5
 LAB_PORT ?= 8888
 LAB_FLAGS ?=
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
@@ -31,8 +33,8 @@ $(STAMP): pyproject.toml tools/pyproject.toml instructor/pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
 	  { echo "fleetlab needs Python >= 3.11; set PYTHON=python3.11 (or newer) (docs/troubleshooting.md#python-too-old)"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[lab,test]' -e tools -e instructor
+	$(BIN)/python -m pip install --quiet uv==$(UV_VERSION)
+	$(BIN)/uv pip install --quiet --python $(BIN)/python -e '.[lab,test]' -e tools -e instructor
 	touch $(STAMP)
 
 lab: venv
