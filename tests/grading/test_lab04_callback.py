@@ -27,3 +27,26 @@ def test_a_task_handed_over_after_its_timer_ran_out_is_the_machines_doing_not_th
     assert "this machine was too busy; run the check again" in graded.diagnosis
     assert "heartbeat" not in graded.diagnosis.split("HeartbeatSeconds")[0]  # no word of the answer's heartbeat
     assert len(handed) >= 4  # the case's four steps, each handed over late
+
+
+def a_timed_out_quick_step(answer_after: float) -> tuple:
+    """The public case's quick answer, timed out: beats every 0.3 s from getting the task, answers ``answer_after`` later."""
+    from fleetlab.course.checks.lab04 import callback
+    from fleetlab.course.experiments.callbacks import CallbackRun
+    from fleetlab.services.stepfunctions.executions import HistoryRow
+    from fleetlab.services.stepfunctions.worker import Call
+
+    step = next(s for s in full_check("04.callback").public[0].steps if s.name == "quick answer")
+    beats = [Call(at, "worker-1", "SendTaskHeartbeat", "t", True) for at in (0.3 * n for n in range(1, 40))
+             if at < answer_after]
+    watch = callback._Watch(calls=[*beats, Call(answer_after, "worker-1", "SendTaskSuccess", "t", False)],
+                            started={"t": 0.0}, returned={"t": answer_after})
+    run = CallbackRun("quick", "arn", (step.behaviour,), status="FAILED", tokens=["t"],
+                      history=[HistoryRow(1, 0.0, "ExecutionTimedOut", "States.Timeout: the task's timer")])
+    return callback._judge_step(step, run, watch)
+
+
+def test_a_timer_that_ran_out_on_an_answer_sent_in_time_is_the_machines_doing_one_sent_late_the_answers():
+    assert "this machine was too busy" in a_timed_out_quick_step(answer_after=0.1)
+    late = a_timed_out_quick_step(answer_after=6.0)  # past the quick step's TimeoutSeconds 5, beating all along
+    assert late == "the quick answer: the execution ended FAILED (States.Timeout); it should succeed"

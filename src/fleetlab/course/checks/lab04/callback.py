@@ -186,7 +186,7 @@ def _judge_step(step: Step, run: CallbackRun, watch: _Watch) -> str:
         return f"the {step.name}: your worker never answered, so the execution was left {run.status}"
     if step.late:
         return ""
-    if run.error in HEARTBEAT_ERRORS:  # the worker heard within the window (_judge_heartbeat), yet the timer ran out
+    if run.error in HEARTBEAT_ERRORS and _in_time(step, answered[0], watch.started.get(token)):
         return (f"the {step.name}: {_HANDED_LATE} ({run.error}), though your worker answered within "
                 f"HeartbeatSeconds {step.heartbeat_seconds} of getting it: this machine was too busy; "
                 "run the check again")
@@ -246,6 +246,12 @@ def _judge_success(step: Step, run: CallbackRun, answer: Call) -> str:
         return (f"the {step.name}: the task's result was {json.dumps(result)[:80]}, not the step's output "
                 f"{json.dumps(step.behaviour.output)[:80]}: send json.dumps(output) as the output")
     return ""
+
+
+def _in_time(step: Step, answer: Call, started: float | None) -> bool:
+    """True when the answer came within TimeoutSeconds of the worker getting the task (its beats, within
+    HeartbeatSeconds, are _judge_heartbeat's): a timer that ran out all the same started before the worker had it."""
+    return started is not None and answer.at - started < step.timeout_seconds
 
 
 def _longest_gap(mine: list[Call], started: float | None) -> float | None:
