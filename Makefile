@@ -54,6 +54,9 @@ NBVAL_HOME := $(CURDIR)/.fleetlab/nbval
 TEST_FIDELITY := $(CURDIR)/.fleetlab/fidelity
 # pytest-xdist workers for the suite; its waits (Step Functions timers, real clocks) leave room for a third.
 TEST_WORKERS ?= 3
+# Kernels forked from one warm template (fleetlab_tools/warm_kernels.py): the imports every lab kernel makes
+# (ipykernel, boto3, moto's Step Functions parser, matplotlib, fleetlab) are paid once per command, not per kernel.
+WARM := $(BIN)/python -m fleetlab_tools.warm_kernels run --
 HAS_CHROMIUM = command -v chromium >/dev/null || test -x /usr/bin/chromium
 
 # The layers' contracts and the student notebooks' freshness first (seconds), then the suite and the
@@ -66,14 +69,16 @@ test: venv
 
 # The suite; the JupyterHub room (make test-hub) and the loaded grader (make test-loaded-grader) are apart.
 test-suite: venv
-	FLEETLAB_FIDELITY_CACHE=$(TEST_FIDELITY) $(BIN)/python -m pytest -n $(TEST_WORKERS)
+	FLEETLAB_FIDELITY_CACHE=$(TEST_FIDELITY) $(WARM) $(BIN)/python -m pytest -n $(TEST_WORKERS)
 
 test-notebooks: venv
 	FLEETLAB_HOME=$(NBVAL_HOME) FLEETLAB_FIDELITY_CACHE=$(TEST_FIDELITY) FLEETLAB_EXPECT_CHECKS=pass \
-	  $(BIN)/python -m pytest -p no:cacheprovider --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg labs/solutions
+	  $(WARM) $(BIN)/python -m pytest -p no:cacheprovider --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg \
+	  --nbval-kernel-name fleetlab-warm labs/solutions
 	@if $(HAS_CHROMIUM); then echo "student notebooks: run top to bottom by the browser test (tests/e2e)"; \
 	else FLEETLAB_HOME=$(NBVAL_HOME) FLEETLAB_FIDELITY_CACHE=$(TEST_FIDELITY) FLEETLAB_EXPECT_CHECKS=not-yet \
-	  $(BIN)/python -m pytest -p no:cacheprovider --nbval-lax labs --ignore=labs/solutions; fi
+	  $(WARM) $(BIN)/python -m pytest -p no:cacheprovider --nbval-lax --nbval-kernel-name fleetlab-warm \
+	  labs --ignore=labs/solutions; fi
 
 # After a change to a lab or to what the library prints: re-execute the instructor notebooks on moto
 # (strict nbval compares their stored outputs), then write the student notebooks from them.

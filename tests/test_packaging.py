@@ -302,3 +302,9 @@ def test_the_search_finds_each_text_where_the_instructor_wrote_it() -> None:
     for check in checks_of("00"):
         secrets = secrets_of(check.id)
         assert secrets and [text for text in secrets if text not in written] == []
+
+
+def test_the_venv_imports_jsonschema_without_the_slow_iri_checker():
+    """make venv leaves rfc3987-syntax out: importing it would cost every kernel and CLI call 2 s (Makefile)."""
+    probe = "import sys, jsonschema._format; print('rfc3987_syntax' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout == "False\n"

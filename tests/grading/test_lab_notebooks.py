@@ -8,6 +8,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from fleetlab_tools.warm_kernels import kernel_name
 from nbclient import NotebookClient
 
 SOLUTIONS = Path(__file__).parents[2] / "labs" / "solutions"
@@ -29,7 +30,8 @@ def test_each_exercise_runs_after_the_set_up_cell_alone(path, tmp_path, monkeypa
     monkeypatch.setenv("FLEETLAB_HOME", str(tmp_path))
     nb = exercises_only(path)
     assert len(nb.cells) >= 3
-    NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    client = NotebookClient(nb, timeout=120, kernel_name=kernel_name(), resources={"metadata": {"path": str(tmp_path)}})
+    client.execute()
     outputs = [output for cell in nb.cells for output in cell.get("outputs", [])]
     assert not [output for output in outputs if output.output_type == "error"]
 

@@ -14,6 +14,7 @@ interrupt within ``grace`` seconds is killed with its process group.
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 import threading
 import time
@@ -24,12 +25,14 @@ from queue import Empty
 from typing import Any
 
 from jupyter_client import KernelManager
+from jupyter_client.kernelspec import KernelSpecManager
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionComplete
 from nbformat import NotebookNode
 
 from fleetlab.core.errors import FleetlabError
 from fleetlab.core.status import Status
+from fleetlab_tools.warm_kernels import SPEC_NAME, kernel_name
 
 POLL = 0.25
 _LAUNCH = threading.Lock()  # port choice and launch, one kernel at a time (jupyter_client#487)
@@ -61,6 +64,13 @@ class CellRun:
     error: str = ""
 
 
+def _kernel_manager(env: Mapping[str, str]) -> KernelManager:
+    if kernel_name(env) != SPEC_NAME:
+        return KernelManager(kernel_name="python3")
+    folders = [str(Path(folder, "kernels")) for folder in env.get("JUPYTER_PATH", "").split(os.pathsep) if folder]
+    return KernelManager(kernel_name=SPEC_NAME, kernel_spec_manager=KernelSpecManager(kernel_dirs=folders))
+
+
 @dataclass
 class _Waiting:
     msg_id: str
@@ -76,7 +86,9 @@ class NotebookKernel:
     """A fresh kernel that runs the cells of one notebook, in place, one at a time.
 
     Use as a context manager; the kernel is killed on exit. ``env`` replaces
-    the kernel's environment entirely; ``cwd`` is its working directory.
+    the kernel's environment entirely; ``cwd`` is its working directory. With
+    a warm template's variables in ``env`` (``WarmKernels.environment``), the
+    kernel is forked from that template; otherwise it is a plain ``python3`` one.
     """
 
     def __init__(
@@ -93,7 +105,7 @@ class NotebookKernel:
         self._env = dict(env)
         self._cwd = cwd
         self._startup_timeout = startup_timeout
-        self._manager = KernelManager(kernel_name="python3")
+        self._manager = _kernel_manager(self._env)
         self._outputs = NotebookClient(nb, record_timing=False)
         self._client: Any = None
 

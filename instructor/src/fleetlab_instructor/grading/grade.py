@@ -42,6 +42,7 @@ from typing import Any
 
 import nbformat
 from fleetlab_tools.kernel import CellStatus, KernelStartFailed, NotebookKernel
+from fleetlab_tools.warm_kernels import WarmKernels
 from nbformat import NotebookNode
 
 from fleetlab.core.errors import InvalidInput
@@ -317,6 +318,8 @@ def grade_notebooks(
     any runs, so one submission cannot alter another before it is graded.
     One judge server serves the batch, in the kernels' sandbox; up to
     ``JUDGES_PER_WORKER`` notebooks per worker are judged while the next kernels run.
+    Each kernel is forked from one warm template (``WarmKernels``), started in
+    that sandbox too, so the batch pays for the library's imports once.
     """
     texts = [path.read_text(encoding="utf-8") for path in paths]
     rows: list[GradeRow | None] = [None] * len(paths)
@@ -325,14 +328,16 @@ def grade_notebooks(
         shared_cache.mkdir()
         write_kernel_startup(shared_cache)
         share_fidelity_tables(shared_cache)
-        server_home = Path(root, "judge")
+        server_home, template_home = Path(root, "judge"), Path(root, "template")
         server_home.mkdir()
+        template_home.mkdir()
         server = JudgeServer(kernel_env(grader_env, server_home, shared_cache), server_home, startup=limits.startup)
+        template = WarmKernels(kernel_env(grader_env, template_home, shared_cache), startup=limits.startup)
 
         def grade_one(index: int) -> GradeRow:
             home = Path(root, f"notebook-{index}")
             home.mkdir()
-            env = kernel_env(grader_env, home, shared_cache)
+            env = {**kernel_env(grader_env, home, shared_cache), **template.environment()}
 
             def start_kernel(nb: NotebookNode) -> NotebookKernel:
                 return NotebookKernel(nb, env=env, cwd=home, startup_timeout=limits.startup).start()
@@ -348,7 +353,7 @@ def grade_notebooks(
 
         workers = max(1, workers)
         kernels = threading.Semaphore(workers)
-        with server, ThreadPoolExecutor(max_workers=workers * (1 + JUDGES_PER_WORKER),
+        with server, template, ThreadPoolExecutor(max_workers=workers * (1 + JUDGES_PER_WORKER),
                                         thread_name_prefix="fleetlab-grade") as pool:
             futures = {pool.submit(grade_one, index): index for index in range(len(paths))}
             for future in as_completed(futures):

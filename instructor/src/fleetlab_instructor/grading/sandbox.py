@@ -24,13 +24,15 @@ from pathlib import Path
 
 from fleetlab.backends.fidelity.cache import TABLE_FILES, cache_folder
 from fleetlab.course.grading.learner import INSTRUCTOR_PACKAGE
+from fleetlab_tools.kernel_launcher import WARM_VARIABLE
 
 PASSED_THROUGH = re.compile(
     r"^(PATH|LANG|LANGUAGE|LC_[A-Z]+|TZ|TMPDIR|TEMP|TMP|PYTHONPATH|VIRTUAL_ENV|CONDA_PREFIX"
     r"|LD_LIBRARY_PATH|SYSTEMROOT|FLEETLAB_[A-Z0-9_]+)$"
 )
 NEVER_PASSED = frozenset({"FLEETLAB_ALLOW_REAL_AWS", "FLEETLAB_BACKEND", "FLEETLAB_HOME", "FLEETLAB_EXPECT_CHECKS",
-                          "FLEETLAB_GRADED"})
+                          "FLEETLAB_GRADED", WARM_VARIABLE})
+"""The grader's own settings; and its warm kernels' template: a batch forks its kernels from its own, in the sandbox."""
 NOWHERE = "nonexistent-credentials"
 
 
