@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from fleetlab_instructor.grading.sandbox import kernel_env, share_fidelity_tables
+from fleetlab_instructor.grading.sandbox import kernel_env, measure_graded_backend, share_fidelity_tables
 
 GRADER = {
     "PATH": "/usr/bin",
@@ -66,3 +66,15 @@ def test_the_batch_starts_from_the_graders_fidelity_tables_and_takes_nothing_els
     shared = Path(env["FLEETLAB_FIDELITY_CACHE"])
     assert sorted(path.name for path in shared.iterdir()) == ["fidelity-moto-5.2.5.json"]
     assert (shared / "fidelity-moto-5.2.5.json").read_text() == '{"backend": "moto"}'
+
+
+def test_the_grader_measures_the_graded_backends_table_once_for_every_batch(tmp_path, monkeypatch):
+    monkeypatch.setenv("FLEETLAB_FIDELITY_CACHE", str(tmp_path / "grader-cache"))
+    measure_graded_backend()
+    tables = sorted(path.name for path in (tmp_path / "grader-cache").glob("fidelity-moto-*.json"))
+    assert len(tables) == 1
+    written = (tmp_path / "grader-cache" / tables[0]).stat().st_mtime_ns
+    measure_graded_backend()  # cached: read, not measured again
+    assert (tmp_path / "grader-cache" / tables[0]).stat().st_mtime_ns == written
+    share_fidelity_tables(tmp_path / "shared")
+    assert [path.name for path in (tmp_path / "shared" / "fidelity").iterdir()] == tables

@@ -51,7 +51,8 @@ from fleetlab.course.grading.results import CaseResult, CheckStatus, conclude
 from fleetlab_instructor.checks import full_check, full_checks
 from fleetlab_instructor.grading.demos import cells_to_skip
 from fleetlab_instructor.grading.judging import JudgeServer, Verdicts, judge_answers
-from fleetlab_instructor.grading.sandbox import kernel_env, share_fidelity_tables, write_kernel_startup
+from fleetlab_instructor.grading.sandbox import (kernel_env, measure_graded_backend, share_fidelity_tables,
+                                                 write_kernel_startup)
 from fleetlab_instructor.grading.submissions import lab_of
 
 CHECK_CALL = re.compile(r"""\bcheck\(\s*["'](\d\d\.[a-z0-9][a-z0-9_-]*)["']""")
@@ -327,6 +328,7 @@ def grade_notebooks(
         shared_cache = Path(root, "shared")
         shared_cache.mkdir()
         write_kernel_startup(shared_cache)
+        measure_graded_backend()
         share_fidelity_tables(shared_cache)
         server_home, template_home = Path(root, "judge"), Path(root, "template")
         server_home.mkdir()

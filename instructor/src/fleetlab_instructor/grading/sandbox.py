@@ -22,7 +22,8 @@ import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
-from fleetlab.backends.fidelity.cache import TABLE_FILES, cache_folder
+from fleetlab.backends.backend import open_backend
+from fleetlab.backends.fidelity.cache import TABLE_FILES, cache_folder, probe
 from fleetlab.course.grading.learner import INSTRUCTOR_PACKAGE
 from fleetlab_tools.kernel_launcher import WARM_VARIABLE
 
@@ -86,6 +87,20 @@ def write_kernel_startup(shared: Path) -> None:
     startup = shared / "ipython" / "profile_default" / "startup"
     startup.mkdir(parents=True, exist_ok=True)
     (startup / "00-fleetlab-graded.py").write_text(KERNEL_STARTUP)
+
+
+def measure_graded_backend() -> None:
+    """Make sure the grader's own cache holds the fidelity table of ``moto``, the backend every graded kernel opens.
+
+    Measured once per machine (a few seconds, in the grader's process) and
+    then read from the cache; without it, the first kernels of every batch
+    would each measure it for themselves.
+    """
+    backend = open_backend("moto")
+    try:
+        probe(backend)
+    finally:
+        backend.close()
 
 
 def share_fidelity_tables(shared: Path) -> None:
