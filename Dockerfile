@@ -21,10 +21,12 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 # root: the learner's kernels import it and cannot change its files. The sources are removed afterwards.
 # JupyterHub (the pin of pyproject.toml's test extra) gives the image `jupyterhub-singleuser`, so that
 # Zero to JupyterHub can run it as a room's single-user image (deploy/jupyterhub/README.md).
+# rfc3987-syntax goes, as in `make venv`: jsonschema would import it into every kernel (2 s of CPU each).
 COPY pyproject.toml README.md LICENSE /tmp/fleetlab/
 COPY src /tmp/fleetlab/src
 COPY tools /tmp/fleetlab/tools
 RUN pip install "/tmp/fleetlab[lab]" /tmp/fleetlab/tools "jupyterhub==6.1.1" \
+    && pip uninstall --yes rfc3987-syntax \
     && rm -rf /tmp/fleetlab
 
 # The learner: an unprivileged user (uid 1000, as JupyterHub's single-user images use) whose home
