@@ -200,9 +200,11 @@ WRITES = [  # (operation, arguments): conditional writes that pass, fail on the 
                      "ExpressionAttributeValues": {":other": {"S": "z"}}}),
     ("update_item", {"Key": {"pk": {"S": "n"}, "sk": {"S": "c"}}, "ConditionExpression": "attribute_not_exists(pk)",
                      "UpdateExpression": "SET tokens = if_not_exists(tokens, :zero) + :one, seen = list_append(:l, :l)",
-                     "ExpressionAttributeValues": {":zero": {"N": "0"}, ":one": {"N": "1"}, ":l": {"L": [{"S": "a"}]}}}),
+                     "ExpressionAttributeValues": {":zero": {"N": "0"}, ":one": {"N": "1"},
+                                                   ":l": {"L": [{"S": "a"}]}}}),
     ("delete_item", {"Key": {"pk": {"S": "k"}, "sk": {"S": "c"}}, "ConditionExpression": "#owner = :owner",
-                     "ExpressionAttributeNames": {"#owner": "owner"}, "ExpressionAttributeValues": {":owner": {"S": "o9"}}}),
+                     "ExpressionAttributeNames": {"#owner": "owner"},
+                     "ExpressionAttributeValues": {":owner": {"S": "o9"}}}),
 ]
 
 
