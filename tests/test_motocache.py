@@ -168,3 +168,92 @@ def test_the_update_parser_parses_each_expression_once_into_the_tree_moto_builds
     assert [shape(tree) for tree in first] == plain
     assert all(tree is same for tree, same in zip(first, again))  # the second round parsed nothing
     assert plain[0][0] == "UpdateExpression" and len(str(plain)) > 200
+
+
+TABLE = {"TableName": "records", "BillingMode": "PAY_PER_REQUEST",
+         "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+         "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"},
+                                  {"AttributeName": "sk", "AttributeType": "S"}]}
+CLAIM = "attribute_not_exists(pk) OR expires_at < :now OR (#status = :inprogress AND lease_until < :now)"
+WRITES = [  # (operation, arguments): conditional writes that pass, fail on the condition, or are refused
+    ("put_item", {"Item": {"pk": {"S": "k"}, "sk": {"S": "c"}, "status": {"S": "INPROGRESS"}, "owner": {"S": "o1"},
+                           "lease_until": {"N": "130"}, "expires_at": {"N": "3700"}},
+                  "ConditionExpression": CLAIM, "ExpressionAttributeNames": {"#status": "status"},
+                  "ExpressionAttributeValues": {":now": {"N": "100"}, ":inprogress": {"S": "INPROGRESS"}}}),
+    ("put_item", {"Item": {"pk": {"S": "k"}, "sk": {"S": "c"}, "owner": {"S": "o2"}},
+                  "ConditionExpression": CLAIM, "ExpressionAttributeNames": {"#status": "status"},
+                  "ExpressionAttributeValues": {":now": {"N": "101"}, ":inprogress": {"S": "INPROGRESS"}}}),
+    ("put_item", {"Item": {"pk": {"S": "k"}, "sk": {"S": "c"}, "owner": {"S": "o3"}},
+                  "ConditionExpression": CLAIM, "ExpressionAttributeNames": {"#status": "status", "#unused": "x"},
+                  "ExpressionAttributeValues": {":now": {"N": "101"}, ":inprogress": {"S": "INPROGRESS"}}}),
+    ("update_item", {"Key": {"pk": {"S": "k"}, "sk": {"S": "c"}}, "ConditionExpression": "#owner = :owner",
+                     "UpdateExpression": "SET #status = :done, #result = :result REMOVE lease_until",
+                     "ExpressionAttributeNames": {"#owner": "owner", "#status": "status", "#result": "result"},
+                     "ExpressionAttributeValues": {":owner": {"S": "o2"}, ":done": {"S": "COMPLETED"},
+                                                   ":result": {"S": "{}"}}}),
+    ("update_item", {"Key": {"pk": {"S": "k"}, "sk": {"S": "c"}}, "ConditionExpression": "#owner = :owner",
+                     "UpdateExpression": "SET #status = :done, #result = :result REMOVE lease_until",
+                     "ExpressionAttributeNames": {"#owner": "owner", "#status": "status", "#result": "result"},
+                     "ExpressionAttributeValues": {":owner": {"S": "o1"}, ":done": {"S": "COMPLETED"},
+                                                   ":result": {"S": "{\"n\": 1}"}}}),
+    ("update_item", {"Key": {"pk": {"S": "k"}, "sk": {"S": "c"}}, "UpdateExpression": "SET pk = :other",
+                     "ExpressionAttributeValues": {":other": {"S": "z"}}}),
+    ("update_item", {"Key": {"pk": {"S": "n"}, "sk": {"S": "c"}}, "ConditionExpression": "attribute_not_exists(pk)",
+                     "UpdateExpression": "SET tokens = if_not_exists(tokens, :zero) + :one, seen = list_append(:l, :l)",
+                     "ExpressionAttributeValues": {":zero": {"N": "0"}, ":one": {"N": "1"},
+                                                   ":l": {"L": [{"S": "a"}]}}}),
+    ("delete_item", {"Key": {"pk": {"S": "k"}, "sk": {"S": "c"}}, "ConditionExpression": "#owner = :owner",
+                     "ExpressionAttributeNames": {"#owner": "owner"},
+                     "ExpressionAttributeValues": {":owner": {"S": "o9"}}}),
+]
+
+
+def dynamodb_story() -> list:
+    """Each of WRITES twice on a fresh in-process moto, then the table: what each answered or the error it raised."""
+    import boto3
+    from moto import mock_aws
+
+    answers = []
+    with mock_aws():
+        dynamodb = boto3.client("dynamodb", region_name="us-east-1")
+        dynamodb.create_table(**TABLE)
+        for operation, arguments in WRITES + WRITES:
+            try:
+                response = getattr(dynamodb, operation)(TableName="records", ReturnValues="ALL_OLD", **arguments)
+                answers.append(response.get("Attributes"))
+            except dynamodb.exceptions.ClientError as error:
+                answers.append(error.response["Error"])
+        answers.append(sorted(dynamodb.scan(TableName="records")["Items"], key=repr))
+    return answers
+
+
+def test_conditional_writes_answer_and_store_exactly_as_moto_does_with_the_dynamodb_shortcuts():
+    plain = dynamodb_story()
+    uninstall = motocache.install()
+    try:
+        shortcut = dynamodb_story()
+    finally:
+        uninstall()
+    assert shortcut == plain
+    codes = [answer.get("Code") for answer in plain[:len(WRITES)] if answer and "Code" in answer]
+    assert codes.count("ConditionalCheckFailedException") >= 2 and "ValidationException" in codes
+
+
+def test_the_condition_parser_parses_each_expression_and_values_once_and_notes_what_it_found():
+    names, values = {"#status": "status"}, {":now": {"N": "100"}, ":inprogress": {"S": "INPROGRESS"}}
+    plain = ConditionExpressionParser(CLAIM, names, values)
+    plain_tree = plain.parse()
+    uninstall = motocache.install()
+    try:
+        parsers = [ConditionExpressionParser(CLAIM, dict(names), dict(values)) for _ in range(2)]
+        trees = [parser.parse() for parser in parsers]
+        other = ConditionExpressionParser(CLAIM, names, {**values, ":now": {"N": "101"}}).parse()
+        empty = ConditionExpressionParser(None, {}, {}).parse()
+    finally:
+        uninstall()
+    assert trees[0] is trees[1] and repr(trees[0]) == repr(plain_tree)  # the second parse was the first's
+    assert repr(other) != repr(plain_tree)
+    assert all((p.expr_attr_names_found, p.expr_attr_values_found) ==
+               (plain.expr_attr_names_found, plain.expr_attr_values_found) for p in parsers)
+    assert plain.expr_attr_names_found == ["pk", "expires_at", "#status", "lease_until"]
+    assert plain.expr_attr_values_found == [":now", ":inprogress", ":now"] and type(empty).__name__ == "OpDefault"

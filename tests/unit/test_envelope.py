@@ -21,6 +21,20 @@ def test_detail_round_trips_through_the_wire_format():
     assert Envelope.from_detail(json.loads(entry["Detail"])) == STEP
 
 
+def test_a_received_detail_is_validated_once_and_yields_the_envelope_built_from_it(monkeypatch):
+    from fleetlab.services.events import envelope
+
+    full = Envelope("t-1", "c-1", 3, "researcher", payload_ref={"type": "s3", "bucket": "bkt", "key": "k"},
+                    model_policy="cheap", ttl_seconds=60, task_token="tok")
+    checked = []
+    monkeypatch.setattr(envelope, "validate_detail", lambda detail, **_: checked.append(detail))
+    received = Envelope.from_detail(full.detail())
+    assert checked == [full.detail()]
+    assert received == full and received.detail() == full.detail() and received.extra == {}
+    bare = {**FIELDS, "schema_version": 1}
+    assert Envelope.from_detail({**bare, "payload": None}).detail() == bare
+
+
 FIELDS = {"trace_id": "conv-8842-step-7", "conversation_id": "8842", "step": 7, "agent_class": "researcher"}
 
 

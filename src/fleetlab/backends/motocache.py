@@ -1,6 +1,6 @@
 """Memoise pure functions that in-process moto calls again and again, and take its slowest needless detours (issue 30).
 
-Five computations moto repeats with the same arguments, each a pure
+Six computations moto repeats with the same arguments, each a pure
 function of them (caching the first three took about a third off the CPU
 time of a 10,000-step chaos day on moto, 239 s to 162 s on the course machine):
 
@@ -18,14 +18,21 @@ time of a 10,000-step chaos day on moto, 239 s to 162 s on the course machine):
   tokens are immutable, so each parse gets a fresh deque of the first lexing's;
 - it parses each UpdateExpression twice per UpdateItem
   (``UpdateExpressionParser.make``); moto only reads the tree (its validator
-  works on a deep copy), so every call can share the first parse's.
+  works on a deep copy), so every call can share the first parse's;
+- it parses each ConditionExpression twice per conditional write, with the
+  same names and values (``ConditionExpressionParser.parse``); moto only
+  evaluates the tree it builds, so the second parse hands out the first's
+  and notes on its parser the names and values the first found.
 
-Two detours computed the same answer the long way:
+Three detours computed the same answer the long way:
 
 - moto reads the time as a timezone-aware datetime and subtracts the epoch
   (``unix_time``), for every message of a queue each time it looks at one;
   the clock's nanoseconds, cut to microseconds as ``datetime.now`` cuts
   them, give the same float;
+- each of the ten passes of DynamoDB's update validator asks, at every node
+  of the tree, which node types it processes (``DepthFirstTraverser.traverse``);
+  the answer is the pass's own constant, so it asks once per pass;
 - for each message it receives, SQS checks the retention period through
   ``get_queue_attributes``, which builds every attribute of the queue three
   times (each build counts the queue's messages three times); the queue's
@@ -110,6 +117,30 @@ def _lexed_once(original: Callable[[Any], Any]) -> Callable[[Any], Any]:
     return lex
 
 
+def _condition_parsed_once(original: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """The condition parser memoised on its expression, names and values: the first parse's tree (moto only
+    evaluates it) and, on each parser, the names and values that parse found; no expression, no memo."""
+    parsed: dict[tuple[str, str, str], tuple[Any, list[str], list[str]]] = {}
+
+    def parse_fresh(parser: Any) -> tuple[Any, list[str], list[str]]:
+        fresh = type(parser)(parser.condition_expression, parser.expression_attribute_names,
+                             parser.expression_attribute_values)
+        return original(fresh), fresh.expr_attr_names_found, fresh.expr_attr_values_found
+
+    @functools.wraps(original)
+    def parse(parser: Any) -> Any:
+        if not parser.condition_expression:
+            return original(parser)
+        key = (parser.condition_expression, repr(parser.expression_attribute_names),
+               repr(parser.expression_attribute_values))
+        condition, names, values = _remembered(parsed, key, lambda: parse_fresh(parser))
+        parser.expr_attr_names_found.extend(names)
+        parser.expr_attr_values_found.extend(values)
+        return condition
+
+    return parse
+
+
 def _parsed_once(original: Any) -> Any:
     """The update-expression parser (a classmethod) memoised on the expression: the first parse's tree."""
     parse = original.__func__
@@ -122,12 +153,41 @@ def _parsed_once(original: Any) -> Any:
     return classmethod(make)
 
 
+def _traverse_sorting_once(original: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """A depth-first traversal that asks the traverser once, not at every node, which node types it processes."""
+    node_class = importlib.import_module("moto.dynamodb.parsing.ast_nodes").Node
+
+    @functools.wraps(original)
+    def traverse(traverser: Any, root: Any) -> Any:
+        processed = traverser.nodes_to_be_processed()
+
+        def visit(node: Any, child_id: int) -> Any:  # moto's traverse_node_recursively, the tuple read once
+            if isinstance(node, node_class):
+                parent_node = node.parent
+                if node.children is not None:
+                    for i, child_node in enumerate(node.children):
+                        traverser.pre_processing_of_child(node, i)
+                        visit(child_node, i)
+                if isinstance(node, processed):
+                    node = traverser.process(node)
+                    node.parent = parent_node
+                    if parent_node:
+                        parent_node.children[child_id] = node
+            return node
+
+        return visit(root, -1)
+
+    return traverse
+
+
 REPLACED = (  # (module, class in it or "" for the module itself, name, the replacement made from moto's own)
     ("moto.core.utils", "", "unix_time", _unix_time),  # also what unix_time_millis calls
     ("moto.sqs.models", "", "unix_time", _unix_time),
     ("moto.sqs.models", "SQSBackend", "is_message_valid_based_on_retention_period", _retention_check),
     ("moto.dynamodb.comparisons", "ConditionExpressionParser", "_lex_condition_expression", _lexed_once),
+    ("moto.dynamodb.comparisons", "ConditionExpressionParser", "parse", _condition_parsed_once),
     ("moto.dynamodb.parsing.expressions", "UpdateExpressionParser", "make", _parsed_once),
+    ("moto.dynamodb.parsing.ast_nodes", "DepthFirstTraverser", "traverse", _traverse_sorting_once),
 )
 
 

@@ -9,7 +9,7 @@ payload inline or, past the size limit, as a ``payload_ref`` to S3.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
@@ -75,7 +75,7 @@ class Envelope:
     def from_detail(cls, detail: Any) -> Envelope:
         """Parse and validate a received ``detail``. Raises EnvelopeError naming ``detail.<field>``."""
         validate_detail(detail, hint="the event does not follow envelope v1")
-        return cls(
+        return cls._of_checked_fields(
             trace_id=detail["trace_id"],
             conversation_id=detail["conversation_id"],
             step=detail["step"],
@@ -86,6 +86,20 @@ class Envelope:
             ttl_seconds=detail.get("ttl_seconds"),
             task_token=detail.get("task_token"),
         )
+
+    @classmethod
+    def _of_checked_fields(cls, **values: Any) -> Envelope:
+        """An envelope of fields taken from a detail that ``validate_detail`` passed: not validated again.
+
+        Its ``detail()`` is that detail less any ``payload: null``, so it follows envelope v1 too.
+        """
+        envelope = object.__new__(cls)
+        for spec in fields(cls):
+            value = values.get(spec.name, spec.default)
+            if value is MISSING:
+                value = spec.default_factory()  # type: ignore[misc]
+            object.__setattr__(envelope, spec.name, value)
+        return envelope
 
     def entry(self, bus_name: str, *, source: str = SOURCE, detail_type: str = REQUESTED) -> dict[str, Any]:
         """The PutEvents entry for this envelope on ``bus_name``."""
