@@ -222,10 +222,10 @@ def test_a_replay_three_days_later_runs_again_every_replayed_step_whose_record_h
 
 
 def test_the_spend_is_held_to_the_providers_quota_not_the_governors(moto):
-    facts = DayFacts(slowest_step_seconds=1_200, quota_tokens=10_000, quota_window=3_600)
+    facts = DayFacts(slowest_step_seconds=1_200, quota_tokens=6_000, quota_window=3_600)
     schedule = facts.schedule(SEED, 20, poison=2)
     own = run_chaos_day(moto, FleetConfig(), schedule)  # the governor's own quota: a million an hour
-    held = run_chaos_day(moto, FleetConfig(quota_tokens=10_000, batch_tokens=1_800), schedule)
+    held = run_chaos_day(moto, FleetConfig(quota_tokens=6_000, batch_tokens=1_080), schedule)
     over = own.invariant("spend within the quota")
-    assert not over.ok and over.detail.endswith("of 10,000 tokens in a 3600 s window (the provider's quota)")
+    assert not over.ok and over.detail.endswith("of 6,000 tokens in a 3600 s window (the provider's quota)")
     assert held.invariant("spend within the quota").ok

@@ -136,19 +136,35 @@ def test_a_deployment_is_benched_one_failure_past_allowed_fails(clock):
         assert router.cooling_down(clock) == expected
 
 
+def fails(model, trace_id, clock):
+    """Whether the model fails the first attempt at trace_id (its draws are seeded)."""
+    try:
+        model.invoke(trace_id, 1, clock)
+    except ModelError:
+        return True
+    return False
+
+
 def test_a_success_clears_the_count_of_failures(clock):
-    start = clock.now()
-    model = dict(poison=frozenset({"bad"}), down_until=start + 10)
-    router = Router(RouterSettings(groups=(only("m", **model),), primary="m", num_retries=0, allowed_fails=2))
-    router.route("t-1", clock)
-    router.route("t-2", clock)  # two throttles: the most it may fail in a row
-    clock.sleep(10)
-    assert router.route("t-3", clock).delivered
-    router.route("bad", clock)
-    router.route("bad", clock)
+    model = FakeModel(seed=SEED, name="m", latency=QUICK, transient_failure_rate=0.5)
+    ids = [f"t-{i}" for i in range(40)]
+    failing = [trace for trace in ids if fails(model, trace, clock)]
+    passing = [trace for trace in ids if trace not in failing]
+    router = Router(RouterSettings(groups=(ModelGroup("m", (model,)),), primary="m", num_retries=0, allowed_fails=2))
+    for trace in (failing[0], failing[1], passing[0], failing[2], failing[3]):
+        router.route(trace, clock)
     assert router.cooling_down(clock) == []  # four failures, never three in a row
-    router.route("bad", clock)
+    router.route(failing[4], clock)
     assert router.cooling_down(clock) == ["m"]
+
+
+def test_a_rejected_input_never_benches_a_healthy_deployment(clock):
+    router = Router(RouterSettings(groups=(only("m", poison=frozenset({"bad"})),), primary="m", num_retries=0,
+                                   allowed_fails=0))
+    rejected = [router.route("bad", clock, attempt=attempt) for attempt in range(1, 6)]
+    assert all(outcome.errors == {RouteError.PERMANENT: 1} for outcome in rejected)
+    assert router.cooling_down(clock) == [] and router.tally().cooldowns == 0
+    assert router.route("good", clock).delivered
 
 
 def test_a_benched_deployment_is_skipped_until_its_cooldown_ends(clock):

@@ -212,13 +212,17 @@ class ModelError(FleetlabError):
     """The fake agent model failed a call; ``transient`` says whether a retry can help.
 
     ``deployment`` names the model deployment that failed ("" when the model
-    is unnamed, or when no deployment was called).
+    is unnamed, or when no deployment was called). ``rejected_input`` says the
+    deployment answered and refused this input (a poison input, HTTP 400): the
+    input's fault, not the deployment's, so a router does not bench the
+    deployment for it.
     """
 
-    def __init__(self, message: str, *, transient: bool, deployment: str = "") -> None:
+    def __init__(self, message: str, *, transient: bool, deployment: str = "", rejected_input: bool = False) -> None:
         super().__init__(message)
         self.transient = transient
         self.deployment = deployment
+        self.rejected_input = rejected_input
 
 
 class GroupAtCapacity(ModelError):

@@ -63,7 +63,8 @@ class FakeModel:
     """A deterministic stand-in for an LLM call.
 
     ``transient_failure_rate`` fails a call with a retryable error;
-    ``poison`` names trace ids whose every call fails permanently;
+    ``poison`` names trace ids whose every call fails permanently, the input
+    rejected (``ModelError.rejected_input``);
     ``down_until`` (a time on the clock) throttles every call made before
     it (and from ``down_from`` on: an outage window), as a provider outage does; ``outage`` makes the deployment hard-down:
     every call fails at once, with a ``"transient"`` error (a 5xx, throttling)
@@ -104,7 +105,8 @@ class FakeModel:
         latency = self.latency_of(trace_id, attempt)
         clock.sleep(latency)
         if trace_id in self.poison:
-            raise self._error(f"{trace_id}: the model rejects this input every time", False)
+            raise ModelError(f"{trace_id}: the model rejects this input every time", transient=False,
+                             deployment=self.name, rejected_input=True)
         if self._rng(trace_id, attempt, "failure").random() < self.transient_failure_rate:
             raise self._error(f"{trace_id}: model throttled (attempt {attempt})", True)
         return ModelResult(trace_id=trace_id, attempt=attempt, text=f"answer for {trace_id}", latency=latency)

@@ -6,7 +6,8 @@ each try picks one of the group's deployments that is not cooling down, at
 random from the router's seed. A transient error is retried in the group, at
 most ``num_retries`` times; a permanent one leaves the group at once. A
 deployment that fails more than ``allowed_fails`` times in a row is benched
-for ``cooldown`` seconds of the clock. When the group gives up, the call
+for ``cooldown`` seconds of the clock; an input it rejects (a poison input)
+is the input's fault and does not count against it. When the group gives up, the call
 moves to the group's explicit fallback, if it has one: leaving the failure
 domain rather than retrying harder inside it. A group may cap its calls in
 flight, so a primary outage cannot pour its whole load onto the fallback: at
@@ -327,7 +328,8 @@ class Router:
                 try:
                     result = deployment.invoke(call.trace_id, attempt, clock)
                 except ModelError as error:
-                    self._strike(deployment.name, clock)
+                    if not error.rejected_input:
+                        self._strike(deployment.name, clock)
                     call.failed(RouteError.TRANSIENT if error.transient else RouteError.PERMANENT, error)
                     if not error.transient:
                         return None

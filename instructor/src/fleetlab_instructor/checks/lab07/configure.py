@@ -73,7 +73,7 @@ WRONG_ANSWERS = (
     WrongAnswer("no heartbeat: the visibility covers the usual step", lambda facts: replace(
         reference_configure(facts), heartbeat_seconds=None), "beat while a step runs"),
     WrongAnswer("the public days' numbers, hard-coded", lambda facts: FleetConfig(
-        idempotency_window=4 * DAY, quota_tokens=10_000, quota_window=3_600, batch_tokens=1_800),
+        idempotency_window=4 * DAY, quota_tokens=6_000, quota_window=3_600, batch_tokens=1_080),
         "keep them longer than a replay reaches", public=False),
 )
 

@@ -27,8 +27,8 @@ looser than a full day's."""
     public=[
         Day("an archive replayed three days after the events",
             DayFacts(slowest_step_seconds=1_200, replay_reach_seconds=3 * DAY, budgets=BUDGETS), seed=7),
-        Day("a provider quota of 10,000 tokens an hour",
-            DayFacts(slowest_step_seconds=1_200, quota_tokens=10_000, quota_window=3_600, budgets=BUDGETS), seed=11),
+        Day("a provider quota of 6,000 tokens an hour",
+            DayFacts(slowest_step_seconds=1_200, quota_tokens=6_000, quota_window=3_600, budgets=BUDGETS), seed=11),
     ],
     hidden_cases=2,
     timeout=60,
