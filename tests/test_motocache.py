@@ -257,3 +257,45 @@ def test_the_condition_parser_parses_each_expression_and_values_once_and_notes_w
                (plain.expr_attr_names_found, plain.expr_attr_values_found) for p in parsers)
     assert plain.expr_attr_names_found == ["pk", "expires_at", "#status", "lease_until"]
     assert plain.expr_attr_values_found == [":now", ":inprogress", ":now"] and type(empty).__name__ == "OpDefault"
+
+
+def condition(node):
+    """A condition tree as nested tuples of its classes and attributes: moto's do not compare by value."""
+    if isinstance(node, (list, tuple)):
+        return tuple(condition(child) for child in node)
+    if hasattr(node, "__dict__"):
+        return type(node).__name__, tuple((name, condition(value)) for name, value in sorted(vars(node).items()))
+    return node
+
+
+def test_new_values_for_a_known_condition_skip_the_grammar_and_build_the_condition_moto_builds(monkeypatch):
+    names = {"#status": "status"}
+    values = [{":now": {"N": str(n)}, ":inprogress": {"S": "INPROGRESS"}} for n in range(3)]
+    others = [("size(#status) > :now AND NOT begins_with(pk, :inprogress) OR sk IN (:now, :inprogress)", names),
+              ("#status BETWEEN :now AND :inprogress", names), ("attribute_exists(x.y[2])", {})]
+
+    def parsed(expression, names, values):
+        parser = ConditionExpressionParser(expression, names, values)
+        try:
+            tree = parser.parse()
+        except Exception as error:  # moto's own refusal
+            return type(error).__name__, str(error)
+        return condition(tree), parser.expr_attr_names_found, parser.expr_attr_values_found
+
+    cases = ([(CLAIM, names, v) for v in values] + [(e, n, values[1]) for e, n in others]
+             + [(CLAIM, names, {":now": {"N": "1"}}), (CLAIM, {}, values[0]), ("(a = :now)) OR", {}, values[0])])
+    grammar_passes = []
+    apply_between = ConditionExpressionParser._apply_between
+    monkeypatch.setattr(ConditionExpressionParser, "_apply_between",
+                        lambda parser, nodes: grammar_passes.append(1) or apply_between(parser, nodes))
+    plain = [parsed(*case) for case in cases]
+    plain_passes = len(grammar_passes)
+    uninstall = motocache.install()
+    try:
+        shortcut = [parsed(*case) for case in cases]
+    finally:
+        uninstall()
+    assert shortcut == plain
+    assert len({answer[0] for answer in plain[:3]}) == 3  # each value went into its condition
+    assert plain[-3][0] == plain[-2][0] == "KeyError" and len(plain[-1]) == 2  # unknown value, name; bad syntax
+    assert (plain_passes, len(grammar_passes) - plain_passes) == (7, 6)  # CLAIM's grammar ran once, not thrice

@@ -1,6 +1,6 @@
 """Memoise pure functions that in-process moto calls again and again, and take its slowest needless detours (issue 30).
 
-Six computations moto repeats with the same arguments, each a pure
+Seven computations moto repeats with the same arguments, each a pure
 function of them (caching the first three took about a third off the CPU
 time of a 10,000-step chaos day on moto, 239 s to 162 s on the course machine):
 
@@ -22,7 +22,13 @@ time of a 10,000-step chaos day on moto, 239 s to 162 s on the course machine):
 - it parses each ConditionExpression twice per conditional write, with the
   same names and values (``ConditionExpressionParser.parse``); moto only
   evaluates the tree it builds, so the second parse hands out the first's
-  and notes on its parser the names and values the first found.
+  and notes on its parser the names and values the first found;
+- and it runs its grammar on the same expression and names again for every
+  new set of values (a claim's ``:now``, an owner), though the grammar reads
+  a value's name only: the node tree moto's grammar builds is kept per
+  expression, names and value names, and each first parse puts its values
+  into that tree and finishes with moto's own steps (the names and values
+  found, the condition built); an expression moto refuses is parsed by moto.
 
 Three detours computed the same answer the long way:
 
@@ -119,13 +125,26 @@ def _lexed_once(original: Callable[[Any], Any]) -> Callable[[Any], Any]:
 
 def _condition_parsed_once(original: Callable[[Any], Any]) -> Callable[[Any], Any]:
     """The condition parser memoised on its expression, names and values: the first parse's tree (moto only
-    evaluates it) and, on each parser, the names and values that parse found; no expression, no memo."""
+    evaluates it) and, on each parser, the names and values that parse found; no expression, no memo.
+
+    New values for a known expression and names skip moto's grammar: its node tree (``_grammar``) is kept
+    per expression, names and value placeholders, and each parse puts the values in and builds the condition
+    from it with moto's own steps (``_from_grammar``)."""
     parsed: dict[tuple[str, str, str], tuple[Any, list[str], list[str]]] = {}
+    grammars: dict[tuple[str, str, tuple[str, ...]], Any] = {}
 
     def parse_fresh(parser: Any) -> tuple[Any, list[str], list[str]]:
         fresh = type(parser)(parser.condition_expression, parser.expression_attribute_names,
                              parser.expression_attribute_values)
-        return original(fresh), fresh.expr_attr_names_found, fresh.expr_attr_values_found
+        values = fresh.expression_attribute_values
+        if not isinstance(values, dict):
+            return original(fresh), fresh.expr_attr_names_found, fresh.expr_attr_values_found
+        try:
+            grammar = _remembered(grammars, (fresh.condition_expression, repr(fresh.expression_attribute_names),
+                                             tuple(values)), lambda: _grammar(original, fresh))
+        except Exception:  # moto refuses the expression: let it say so, as it would
+            return original(fresh), fresh.expr_attr_names_found, fresh.expr_attr_values_found
+        return _from_grammar(fresh, grammar), fresh.expr_attr_names_found, fresh.expr_attr_values_found
 
     @functools.wraps(original)
     def parse(parser: Any) -> Any:
@@ -139,6 +158,37 @@ def _condition_parsed_once(original: Callable[[Any], Any]) -> Callable[[Any], An
         return condition
 
     return parse
+
+
+def _grammar(original: Callable[[Any], Any], parser: Any) -> Any:
+    """moto's node tree for ``parser``'s expression, each value node holding a placeholder (moto's grammar reads
+    a value's name, never the value): moto's own parse, stopped before it builds the condition."""
+
+    class Grammar(type(parser)):  # type: ignore[misc]
+        def _lookup_expression_attribute_value(self, name: str) -> Any:
+            return (self.expression_attribute_values[name], None)[1]  # moto's KeyError for an unknown name
+
+        def _make_op_condition(self, node: Any) -> Any:
+            return node
+
+    return original(Grammar(parser.condition_expression, parser.expression_attribute_names,
+                            parser.expression_attribute_values))
+
+
+def _from_grammar(parser: Any, grammar: Any) -> Any:
+    """The rest of moto's parse on ``grammar`` with ``parser``'s values put in: the names and values it finds,
+    then the condition."""
+    value_kind, values = parser.Kind.EXPRESSION_ATTRIBUTE_VALUE, parser.expression_attribute_values
+
+    def filled(node: Any) -> Any:
+        if node.kind == value_kind:
+            return node._replace(value=values[node.text])
+        return node._replace(children=[filled(child) for child in node.children]) if node.children else node
+
+    node = filled(grammar)
+    parser.expr_attr_names_found.extend(parser._find_literals(node))
+    parser.expr_attr_values_found.extend(parser._find_expr_attr_values(node))
+    return parser._make_op_condition(node)
 
 
 def _parsed_once(original: Any) -> Any:
