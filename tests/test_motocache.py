@@ -299,3 +299,46 @@ def test_new_values_for_a_known_condition_skip_the_grammar_and_build_the_conditi
     assert len({answer[0] for answer in plain[:3]}) == 3  # each value went into its condition
     assert plain[-3][0] == plain[-2][0] == "KeyError" and len(plain[-1]) == 2  # unknown value, name; bad syntax
     assert (plain_passes, len(grammar_passes) - plain_passes) == (7, 6)  # CLAIM's grammar ran once, not thrice
+
+
+def graph(root):
+    """An object graph as a list of its objects' types and contents, each object named by the order it was
+    reached in: two graphs compare equal when they have the same shape, shared and cyclic references included."""
+    order, listed = {}, []
+
+    def name(x):
+        if isinstance(x, (str, int, float, bool, type(None))):
+            return x
+        if id(x) not in order:
+            order[id(x)] = len(order)
+            listed.append(x)
+        return ("#", order[id(x)])
+
+    name(root)
+    described = []
+    for x in listed:  # grows while it is read
+        items = vars(x).items() if hasattr(x, "__dict__") else (x.items() if isinstance(x, dict) else enumerate(x))
+        described.append((type(x).__name__, [(key, name(value)) for key, value in items]))
+    return described
+
+
+def test_the_validator_copies_a_memoised_update_tree_from_its_pickle_as_deepcopy_copies_it():
+    import copy
+
+    import moto.dynamodb.parsing.validators as validators
+
+    expressions = ["SET #status = :done, #result = :result REMOVE lease_until",
+                   "SET tokens = if_not_exists(tokens, :zero) + :one, seen = list_append(:l, :l)"]
+    uninstall = motocache.install()
+    try:
+        trees = [UpdateExpressionParser.make(e) for e in expressions]
+        copies = [validators.deepcopy(tree) for tree in trees]
+        others = [validators.deepcopy(x) for x in ({"L": [{"S": "a"}]}, [trees[0]])]
+        kept = [motocache.PICKLED_TREES[id(tree)][0] is tree for tree in trees]
+    finally:
+        uninstall()
+    assert kept == [True, True] and not motocache.PICKLED_TREES and validators.deepcopy is copy.deepcopy
+    for tree, copied in zip(trees, copies):
+        assert copied is not tree and shape(copied) == shape(tree)
+        assert graph(copied) == graph(copy.deepcopy(tree))  # the same graph, shared and cyclic parts too
+    assert others[0] == {"L": [{"S": "a"}]} and others[1][0] is not trees[0]  # anything else: deepcopy

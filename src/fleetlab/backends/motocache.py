@@ -30,7 +30,7 @@ time of a 10,000-step chaos day on moto, 239 s to 162 s on the course machine):
   into that tree and finishes with moto's own steps (the names and values
   found, the condition built); an expression moto refuses is parsed by moto.
 
-Three detours computed the same answer the long way:
+Four detours computed the same answer the long way:
 
 - moto reads the time as a timezone-aware datetime and subtracts the epoch
   (``unix_time``), for every message of a queue each time it looks at one;
@@ -43,6 +43,12 @@ Three detours computed the same answer the long way:
   ``get_queue_attributes``, which builds every attribute of the queue three
   times (each build counts the queue's messages three times); the queue's
   own ``message_retention_period`` is the value it reads.
+- DynamoDB's update validator deep-copies the update's parsed tree before
+  its passes change it (``validators.deepcopy``), walking the tree node by
+  node in Python; the memoised tree is pickled once when it is parsed
+  (``PICKLED_TREES``), and unpickling that gives the same tree, shared and
+  cyclic references included, several times faster (anything else the
+  validators copy is deep-copied as before).
 
 A cache keyed on the arguments hands back what the first call built (a
 parsed path, a list of names, tokens, a tree: moto only reads them), and a shortcut
@@ -57,6 +63,7 @@ from __future__ import annotations
 import collections
 import functools
 import importlib
+import pickle
 import time
 from collections.abc import Callable
 from typing import Any
@@ -192,15 +199,41 @@ def _from_grammar(parser: Any, grammar: Any) -> Any:
 
 
 def _parsed_once(original: Any) -> Any:
-    """The update-expression parser (a classmethod) memoised on the expression: the first parse's tree."""
+    """The update-expression parser (a classmethod) memoised on the expression: the first parse's tree, kept
+    pickled too (``PICKLED_TREES``) for the validator's copies."""
     parse = original.__func__
     parsed: dict[tuple[type, str], Any] = {}
 
+    def parse_and_pickle(parser: type, expression: str) -> Any:
+        tree = parse(parser, expression)
+        try:
+            _remembered(PICKLED_TREES, id(tree), lambda: (tree, pickle.dumps(tree, pickle.HIGHEST_PROTOCOL)))
+        except Exception:  # noqa: BLE001 - a tree pickle refuses is copied by deepcopy, as moto does
+            pass
+        return tree
+
     @functools.wraps(parse)
     def make(parser: type, expression: str) -> Any:
-        return _remembered(parsed, (parser, expression), lambda: parse(parser, expression))
+        return _remembered(parsed, (parser, expression), lambda: parse_and_pickle(parser, expression))
 
     return classmethod(make)
+
+
+PICKLED_TREES: dict[int, tuple[Any, bytes]] = {}  # id of a memoised update tree -> (the tree, its pickle)
+
+
+def _copies_from_pickle(original: Callable[..., Any]) -> Callable[..., Any]:
+    """The validators' ``deepcopy``: a memoised update tree is unpickled from its kept pickle (the same tree,
+    shared and cyclic references included, as deepcopy builds); anything else is deep-copied."""
+
+    @functools.wraps(original)
+    def deepcopy(x: Any, memo: Any = None, _nil: Any = []) -> Any:  # noqa: B006 - copy.deepcopy's signature
+        kept = PICKLED_TREES.get(id(x)) if memo is None else None
+        if kept is not None and kept[0] is x:
+            return pickle.loads(kept[1])
+        return original(x, memo, _nil)
+
+    return deepcopy
 
 
 def _traverse_sorting_once(original: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
@@ -237,6 +270,7 @@ REPLACED = (  # (module, class in it or "" for the module itself, name, the repl
     ("moto.dynamodb.comparisons", "ConditionExpressionParser", "_lex_condition_expression", _lexed_once),
     ("moto.dynamodb.comparisons", "ConditionExpressionParser", "parse", _condition_parsed_once),
     ("moto.dynamodb.parsing.expressions", "UpdateExpressionParser", "make", _parsed_once),
+    ("moto.dynamodb.parsing.validators", "", "deepcopy", _copies_from_pickle),  # its copy of the parsed tree
     ("moto.dynamodb.parsing.ast_nodes", "DepthFirstTraverser", "traverse", _traverse_sorting_once),
 )
 
@@ -266,5 +300,6 @@ def install() -> Callable[[], None]:
     def uninstall() -> None:
         for restore in reversed(undo):
             restore()
+        PICKLED_TREES.clear()
 
     return uninstall
