@@ -342,3 +342,37 @@ def test_the_validator_copies_a_memoised_update_tree_from_its_pickle_as_deepcopy
         assert copied is not tree and shape(copied) == shape(tree)
         assert graph(copied) == graph(copy.deepcopy(tree))  # the same graph, shared and cyclic parts too
     assert others[0] == {"L": [{"S": "a"}]} and others[1][0] is not trees[0]  # anything else: deepcopy
+
+
+def test_the_memoised_url_quoting_answers_as_werkzeug_does_and_builds_the_same_request():
+    import werkzeug.sansio.utils
+    import werkzeug.test
+    import werkzeug.urls
+    from botocore.awsrequest import AWSPreparedRequest
+    from moto.core.request import normalize_request
+
+    iris = ["https://dynamodb.us-east-1.amazonaws.com", "/", "/123456789012/q%2Fx",
+            "http://\u2603.net/p\xe5th?q=\xe8ry%DF", "http://user:@h\xe5st:0/a b", ""]
+    uris = ["https://sqs.us-east-1.amazonaws.com/", "http://xn--n3h.net/p%C3%A5th?q=%C3%A8ry%DF", "/%2F%zz", ""]
+    request = AWSPreparedRequest("POST", "https://sqs.us-east-1.amazonaws.com/123456789012/q?a=1",
+                                 {"Content-Type": "application/x-amz-json-1.0",
+                                  "X-Amz-Target": "AmazonSQS.SendMessage"},
+                                 b'{"QueueUrl": "q"}', False)
+
+    def seen(built):
+        objects = {key: repr(built.environ[key]) for key in ("werkzeug.request",) if key in built.environ}
+        return built.environ | {"wsgi.input": None} | objects, built.raw_url, built.url_root, built.data
+
+    plain = ([werkzeug.urls.iri_to_uri(i) for i in iris], [werkzeug.urls.uri_to_iri(u) for u in uris],
+             seen(normalize_request(request)))
+    uninstall = motocache.install()
+    try:
+        memoised = [([werkzeug.test.iri_to_uri(i) for i in iris], [werkzeug.sansio.utils.uri_to_iri(u) for u in uris],
+                     seen(normalize_request(request))) for _ in range(2)]
+        hits = (werkzeug.test.iri_to_uri.cache_info().hits, werkzeug.sansio.utils.uri_to_iri.cache_info().hits)
+    finally:
+        uninstall()
+    assert memoised == [plain, plain]
+    assert hits[0] >= len(iris) + 2 and hits[1] >= len(uris) + 1  # the second round quoted nothing again
+    assert werkzeug.test.iri_to_uri is werkzeug.urls.iri_to_uri
+    assert werkzeug.sansio.utils.uri_to_iri is werkzeug.urls.uri_to_iri

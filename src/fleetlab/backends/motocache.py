@@ -1,6 +1,6 @@
 """Memoise pure functions that in-process moto calls again and again, and take its slowest needless detours (issue 30).
 
-Seven computations moto repeats with the same arguments, each a pure
+Eight computations moto repeats with the same arguments, each a pure
 function of them (caching the first three took about a third off the CPU
 time of a 10,000-step chaos day on moto, 239 s to 162 s on the course machine):
 
@@ -13,6 +13,11 @@ time of a 10,000-step chaos day on moto, 239 s to 162 s on the course machine):
   (``method_names_from_class``) to find its action;
 - SQS converts each attribute name to a Python name
   (``camelcase_to_underscores``), a dozen names for each message received;
+- for every request moto turns the botocore request into a werkzeug Request
+  (``Request.from_primitives``), and werkzeug quotes its base URL and path
+  (``iri_to_uri``) and, when moto reads the raw URL, unquotes its root URL
+  (``uri_to_iri``): the same few URLs, request after request, each a
+  string-to-string function of its one argument;
 - DynamoDB lexes each ConditionExpression again, twice per conditional
   write (``ConditionExpressionParser._lex_condition_expression``); the
   tokens are immutable, so each parse gets a fresh deque of the first lexing's;
@@ -76,6 +81,8 @@ MEMOISED = (  # (module, function, cache size): where moto looks each function u
     ("moto.core.responses", "method_names_from_class", 256),  # one entry per response class
     ("moto.core.responses", "camelcase_to_underscores", 1024),  # action names
     ("moto.sqs.models", "camelcase_to_underscores", 1024),  # queue attribute names
+    ("werkzeug.test", "iri_to_uri", 1024),  # each request's base URL and path, as moto builds its Request
+    ("werkzeug.sansio.utils", "uri_to_iri", 1024),  # each request's root URL, as moto reads its raw URL
 )
 
 
