@@ -376,3 +376,38 @@ def test_the_memoised_url_quoting_answers_as_werkzeug_does_and_builds_the_same_r
     assert hits[0] >= len(iris) + 2 and hits[1] >= len(uris) + 1  # the second round quoted nothing again
     assert werkzeug.test.iri_to_uri is werkzeug.urls.iri_to_uri
     assert werkzeug.sansio.utils.uri_to_iri is werkzeug.urls.uri_to_iri
+
+
+def test_moto_s_random_strings_and_receipt_handles_are_drawn_exactly_as_moto_draws_them():
+    import random
+
+    import moto.sqs.utils
+    from moto.moto_api._internal import mock_random
+    from moto.moto_api._internal.moto_random import MotoRandom
+
+    class Floats(MotoRandom):  # draws through random(), not getrandbits: moto's own code draws it
+        def random(self):
+            return 0.5
+
+    arguments = [(52, True, False), (20, True, True), (7, False, False), (1, False, True), (0, True, False)]
+
+    def drawn(module):
+        strings = [rng.get_random_string(*a) for rng in (MotoRandom(7), Floats(7)) for a in arguments]
+        mock_random.seed(11)
+        handles = [module.generate_receipt_handle() for _ in range(3)]
+        return strings, handles, mock_random.getstate()
+
+    state = mock_random.getstate()
+    try:
+        plain = drawn(moto.sqs.utils)
+        uninstall = motocache.install()
+        try:
+            shortcut = drawn(moto.sqs.models)
+        finally:
+            uninstall()
+    finally:
+        mock_random.setstate(state)
+    assert shortcut == plain
+    assert len(plain[0][0]) == 52 and len(plain[1][0]) == 185 and set(plain[1][0]) <= set("abcdefghijklmnopqrstuvwxyz")
+    assert MotoRandom.get_random_string.__qualname__ == "MotoRandom.get_random_string"
+    assert Floats._randbelow is not random.Random._randbelow_with_getrandbits  # so Floats' strings were moto's

@@ -35,7 +35,7 @@ time of a 10,000-step chaos day on moto, 239 s to 162 s on the course machine):
   into that tree and finishes with moto's own steps (the names and values
   found, the condition built); an expression moto refuses is parsed by moto.
 
-Four detours computed the same answer the long way:
+Five detours computed the same answer the long way:
 
 - moto reads the time as a timezone-aware datetime and subtracts the epoch
   (``unix_time``), for every message of a queue each time it looks at one;
@@ -54,6 +54,13 @@ Four detours computed the same answer the long way:
   (``PICKLED_TREES``), and unpickling that gives the same tree, shared and
   cyclic references included, several times faster (anything else the
   validators copy is deep-copied as before).
+- moto draws its random strings (a 52-character id for every request,
+  ``MotoRandom.get_random_string``; a 185-letter receipt handle for every
+  message SQS hands out, ``generate_receipt_handle``) a character at a time
+  through ``random.Random.choice``, two Python calls a character; ``_drawn``
+  draws each with ``getrandbits`` exactly as ``choice`` does, so a seeded
+  moto gives the same strings and leaves its random in the same state (a
+  random whose ``choice`` draws otherwise is left to moto's own code).
 
 A cache keyed on the arguments hands back what the first call built (a
 parsed path, a list of names, tokens, a tree: moto only reads them), and a shortcut
@@ -69,6 +76,8 @@ import collections
 import functools
 import importlib
 import pickle
+import random
+import string
 import time
 from collections.abc import Callable
 from typing import Any
@@ -270,6 +279,54 @@ def _traverse_sorting_once(original: Callable[[Any, Any], Any]) -> Callable[[Any
     return traverse
 
 
+def _drawn(rng: Any, pool: str, length: int) -> str:
+    """``"".join(rng.choice(pool) for _ in range(length))``, each character drawn with ``getrandbits`` exactly as
+    ``random.Random.choice`` draws it (``_randbelow_with_getrandbits``), without its two calls per character."""
+    n, getrandbits = len(pool), rng.getrandbits
+    k = n.bit_length()
+    drawn = []
+    for _ in range(length):
+        r = getrandbits(k)
+        while r >= n:
+            r = getrandbits(k)
+        drawn.append(pool[r])
+    return "".join(drawn)
+
+
+def _draws_as_random_does(rng: Any) -> bool:
+    """True when ``rng.choice`` is ``random.Random``'s, drawing through ``_randbelow_with_getrandbits``."""
+    kind = type(rng)
+    return kind.choice is random.Random.choice and kind._randbelow is random.Random._randbelow_with_getrandbits
+
+
+def _random_string_drawn(original: Callable[..., str]) -> Callable[..., str]:
+    """moto's random string (its request ids: 52 characters a request) drawn by ``_drawn``."""
+
+    @functools.wraps(original)
+    def get_random_string(rng: Any, length: int = 20, include_digits: bool = True, lower_case: bool = False) -> str:
+        if not _draws_as_random_does(rng):
+            return original(rng, length, include_digits, lower_case)
+        pool = string.ascii_letters + (string.digits if include_digits else "")
+        drawn = _drawn(rng, pool, length)
+        return drawn.lower() if lower_case else drawn
+
+    return get_random_string
+
+
+def _receipt_handle_drawn(original: Callable[[], str]) -> Callable[[], str]:
+    """SQS's receipt handle (185 lowercase letters a message received) drawn from moto's random by ``_drawn``."""
+    sqs_utils = importlib.import_module("moto.sqs.utils")
+
+    @functools.wraps(original)
+    def generate_receipt_handle() -> str:
+        rng = sqs_utils.random  # moto's random, as the original reads it
+        if not _draws_as_random_does(rng):
+            return original()
+        return _drawn(rng, string.ascii_lowercase, 185)
+
+    return generate_receipt_handle
+
+
 REPLACED = (  # (module, class in it or "" for the module itself, name, the replacement made from moto's own)
     ("moto.core.utils", "", "unix_time", _unix_time),  # also what unix_time_millis calls
     ("moto.sqs.models", "", "unix_time", _unix_time),
@@ -279,6 +336,8 @@ REPLACED = (  # (module, class in it or "" for the module itself, name, the repl
     ("moto.dynamodb.parsing.expressions", "UpdateExpressionParser", "make", _parsed_once),
     ("moto.dynamodb.parsing.validators", "", "deepcopy", _copies_from_pickle),  # its copy of the parsed tree
     ("moto.dynamodb.parsing.ast_nodes", "DepthFirstTraverser", "traverse", _traverse_sorting_once),
+    ("moto.moto_api._internal.moto_random", "MotoRandom", "get_random_string", _random_string_drawn),
+    ("moto.sqs.models", "", "generate_receipt_handle", _receipt_handle_drawn),
 )
 
 
