@@ -257,3 +257,157 @@ def test_the_condition_parser_parses_each_expression_and_values_once_and_notes_w
                (plain.expr_attr_names_found, plain.expr_attr_values_found) for p in parsers)
     assert plain.expr_attr_names_found == ["pk", "expires_at", "#status", "lease_until"]
     assert plain.expr_attr_values_found == [":now", ":inprogress", ":now"] and type(empty).__name__ == "OpDefault"
+
+
+def condition(node):
+    """A condition tree as nested tuples of its classes and attributes: moto's do not compare by value."""
+    if isinstance(node, (list, tuple)):
+        return tuple(condition(child) for child in node)
+    if hasattr(node, "__dict__"):
+        return type(node).__name__, tuple((name, condition(value)) for name, value in sorted(vars(node).items()))
+    return node
+
+
+def test_new_values_for_a_known_condition_skip_the_grammar_and_build_the_condition_moto_builds(monkeypatch):
+    names = {"#status": "status"}
+    values = [{":now": {"N": str(n)}, ":inprogress": {"S": "INPROGRESS"}} for n in range(3)]
+    others = [("size(#status) > :now AND NOT begins_with(pk, :inprogress) OR sk IN (:now, :inprogress)", names),
+              ("#status BETWEEN :now AND :inprogress", names), ("attribute_exists(x.y[2])", {})]
+
+    def parsed(expression, names, values):
+        parser = ConditionExpressionParser(expression, names, values)
+        try:
+            tree = parser.parse()
+        except Exception as error:  # moto's own refusal
+            return type(error).__name__, str(error)
+        return condition(tree), parser.expr_attr_names_found, parser.expr_attr_values_found
+
+    cases = ([(CLAIM, names, v) for v in values] + [(e, n, values[1]) for e, n in others]
+             + [(CLAIM, names, {":now": {"N": "1"}}), (CLAIM, {}, values[0]), ("(a = :now)) OR", {}, values[0])])
+    grammar_passes = []
+    apply_between = ConditionExpressionParser._apply_between
+    monkeypatch.setattr(ConditionExpressionParser, "_apply_between",
+                        lambda parser, nodes: grammar_passes.append(1) or apply_between(parser, nodes))
+    plain = [parsed(*case) for case in cases]
+    plain_passes = len(grammar_passes)
+    uninstall = motocache.install()
+    try:
+        shortcut = [parsed(*case) for case in cases]
+    finally:
+        uninstall()
+    assert shortcut == plain
+    assert len({answer[0] for answer in plain[:3]}) == 3  # each value went into its condition
+    assert plain[-3][0] == plain[-2][0] == "KeyError" and len(plain[-1]) == 2  # unknown value, name; bad syntax
+    assert (plain_passes, len(grammar_passes) - plain_passes) == (7, 6)  # CLAIM's grammar ran once, not thrice
+
+
+def graph(root):
+    """An object graph as a list of its objects' types and contents, each object named by the order it was
+    reached in: two graphs compare equal when they have the same shape, shared and cyclic references included."""
+    order, listed = {}, []
+
+    def name(x):
+        if isinstance(x, (str, int, float, bool, type(None))):
+            return x
+        if id(x) not in order:
+            order[id(x)] = len(order)
+            listed.append(x)
+        return ("#", order[id(x)])
+
+    name(root)
+    described = []
+    for x in listed:  # grows while it is read
+        items = vars(x).items() if hasattr(x, "__dict__") else (x.items() if isinstance(x, dict) else enumerate(x))
+        described.append((type(x).__name__, [(key, name(value)) for key, value in items]))
+    return described
+
+
+def test_the_validator_copies_a_memoised_update_tree_from_its_pickle_as_deepcopy_copies_it():
+    import copy
+
+    import moto.dynamodb.parsing.validators as validators
+
+    expressions = ["SET #status = :done, #result = :result REMOVE lease_until",
+                   "SET tokens = if_not_exists(tokens, :zero) + :one, seen = list_append(:l, :l)"]
+    uninstall = motocache.install()
+    try:
+        trees = [UpdateExpressionParser.make(e) for e in expressions]
+        copies = [validators.deepcopy(tree) for tree in trees]
+        others = [validators.deepcopy(x) for x in ({"L": [{"S": "a"}]}, [trees[0]])]
+        kept = [motocache.PICKLED_TREES[id(tree)][0] is tree for tree in trees]
+    finally:
+        uninstall()
+    assert kept == [True, True] and not motocache.PICKLED_TREES and validators.deepcopy is copy.deepcopy
+    for tree, copied in zip(trees, copies):
+        assert copied is not tree and shape(copied) == shape(tree)
+        assert graph(copied) == graph(copy.deepcopy(tree))  # the same graph, shared and cyclic parts too
+    assert others[0] == {"L": [{"S": "a"}]} and others[1][0] is not trees[0]  # anything else: deepcopy
+
+
+def test_the_memoised_url_quoting_answers_as_werkzeug_does_and_builds_the_same_request():
+    import werkzeug.sansio.utils
+    import werkzeug.test
+    import werkzeug.urls
+    from botocore.awsrequest import AWSPreparedRequest
+    from moto.core.request import normalize_request
+
+    iris = ["https://dynamodb.us-east-1.amazonaws.com", "/", "/123456789012/q%2Fx",
+            "http://\u2603.net/p\xe5th?q=\xe8ry%DF", "http://user:@h\xe5st:0/a b", ""]
+    uris = ["https://sqs.us-east-1.amazonaws.com/", "http://xn--n3h.net/p%C3%A5th?q=%C3%A8ry%DF", "/%2F%zz", ""]
+    request = AWSPreparedRequest("POST", "https://sqs.us-east-1.amazonaws.com/123456789012/q?a=1",
+                                 {"Content-Type": "application/x-amz-json-1.0",
+                                  "X-Amz-Target": "AmazonSQS.SendMessage"},
+                                 b'{"QueueUrl": "q"}', False)
+
+    def seen(built):
+        objects = {key: repr(built.environ[key]) for key in ("werkzeug.request",) if key in built.environ}
+        return built.environ | {"wsgi.input": None} | objects, built.raw_url, built.url_root, built.data
+
+    plain = ([werkzeug.urls.iri_to_uri(i) for i in iris], [werkzeug.urls.uri_to_iri(u) for u in uris],
+             seen(normalize_request(request)))
+    uninstall = motocache.install()
+    try:
+        memoised = [([werkzeug.test.iri_to_uri(i) for i in iris], [werkzeug.sansio.utils.uri_to_iri(u) for u in uris],
+                     seen(normalize_request(request))) for _ in range(2)]
+        hits = (werkzeug.test.iri_to_uri.cache_info().hits, werkzeug.sansio.utils.uri_to_iri.cache_info().hits)
+    finally:
+        uninstall()
+    assert memoised == [plain, plain]
+    assert hits[0] >= len(iris) + 2 and hits[1] >= len(uris) + 1  # the second round quoted nothing again
+    assert werkzeug.test.iri_to_uri is werkzeug.urls.iri_to_uri
+    assert werkzeug.sansio.utils.uri_to_iri is werkzeug.urls.uri_to_iri
+
+
+def test_moto_s_random_strings_and_receipt_handles_are_drawn_exactly_as_moto_draws_them():
+    import random
+
+    import moto.sqs.utils
+    from moto.moto_api._internal import mock_random
+    from moto.moto_api._internal.moto_random import MotoRandom
+
+    class Floats(MotoRandom):  # draws through random(), not getrandbits: moto's own code draws it
+        def random(self):
+            return 0.5
+
+    arguments = [(52, True, False), (20, True, True), (7, False, False), (1, False, True), (0, True, False)]
+
+    def drawn(module):
+        strings = [rng.get_random_string(*a) for rng in (MotoRandom(7), Floats(7)) for a in arguments]
+        mock_random.seed(11)
+        handles = [module.generate_receipt_handle() for _ in range(3)]
+        return strings, handles, mock_random.getstate()
+
+    state = mock_random.getstate()
+    try:
+        plain = drawn(moto.sqs.utils)
+        uninstall = motocache.install()
+        try:
+            shortcut = drawn(moto.sqs.models)
+        finally:
+            uninstall()
+    finally:
+        mock_random.setstate(state)
+    assert shortcut == plain
+    assert len(plain[0][0]) == 52 and len(plain[1][0]) == 185 and set(plain[1][0]) <= set("abcdefghijklmnopqrstuvwxyz")
+    assert MotoRandom.get_random_string.__qualname__ == "MotoRandom.get_random_string"
+    assert Floats._randbelow is not random.Random._randbelow_with_getrandbits  # so Floats' strings were moto's

@@ -1,6 +1,6 @@
 """Memoise pure functions that in-process moto calls again and again, and take its slowest needless detours (issue 30).
 
-Six computations moto repeats with the same arguments, each a pure
+Eight computations moto repeats with the same arguments, each a pure
 function of them (caching the first three took about a third off the CPU
 time of a 10,000-step chaos day on moto, 239 s to 162 s on the course machine):
 
@@ -13,6 +13,11 @@ time of a 10,000-step chaos day on moto, 239 s to 162 s on the course machine):
   (``method_names_from_class``) to find its action;
 - SQS converts each attribute name to a Python name
   (``camelcase_to_underscores``), a dozen names for each message received;
+- for every request moto turns the botocore request into a werkzeug Request
+  (``Request.from_primitives``), and werkzeug quotes its base URL and path
+  (``iri_to_uri``) and, when moto reads the raw URL, unquotes its root URL
+  (``uri_to_iri``): the same few URLs, request after request, each a
+  string-to-string function of its one argument;
 - DynamoDB lexes each ConditionExpression again, twice per conditional
   write (``ConditionExpressionParser._lex_condition_expression``); the
   tokens are immutable, so each parse gets a fresh deque of the first lexing's;
@@ -22,9 +27,15 @@ time of a 10,000-step chaos day on moto, 239 s to 162 s on the course machine):
 - it parses each ConditionExpression twice per conditional write, with the
   same names and values (``ConditionExpressionParser.parse``); moto only
   evaluates the tree it builds, so the second parse hands out the first's
-  and notes on its parser the names and values the first found.
+  and notes on its parser the names and values the first found;
+- and it runs its grammar on the same expression and names again for every
+  new set of values (a claim's ``:now``, an owner), though the grammar reads
+  a value's name only: the node tree moto's grammar builds is kept per
+  expression, names and value names, and each first parse puts its values
+  into that tree and finishes with moto's own steps (the names and values
+  found, the condition built); an expression moto refuses is parsed by moto.
 
-Three detours computed the same answer the long way:
+Five detours computed the same answer the long way:
 
 - moto reads the time as a timezone-aware datetime and subtracts the epoch
   (``unix_time``), for every message of a queue each time it looks at one;
@@ -37,6 +48,19 @@ Three detours computed the same answer the long way:
   ``get_queue_attributes``, which builds every attribute of the queue three
   times (each build counts the queue's messages three times); the queue's
   own ``message_retention_period`` is the value it reads.
+- DynamoDB's update validator deep-copies the update's parsed tree before
+  its passes change it (``validators.deepcopy``), walking the tree node by
+  node in Python; the memoised tree is pickled once when it is parsed
+  (``PICKLED_TREES``), and unpickling that gives the same tree, shared and
+  cyclic references included, several times faster (anything else the
+  validators copy is deep-copied as before).
+- moto draws its random strings (a 52-character id for every request,
+  ``MotoRandom.get_random_string``; a 185-letter receipt handle for every
+  message SQS hands out, ``generate_receipt_handle``) a character at a time
+  through ``random.Random.choice``, two Python calls a character; ``_drawn``
+  draws each with ``getrandbits`` exactly as ``choice`` does, so a seeded
+  moto gives the same strings and leaves its random in the same state (a
+  random whose ``choice`` draws otherwise is left to moto's own code).
 
 A cache keyed on the arguments hands back what the first call built (a
 parsed path, a list of names, tokens, a tree: moto only reads them), and a shortcut
@@ -51,6 +75,9 @@ from __future__ import annotations
 import collections
 import functools
 import importlib
+import pickle
+import random
+import string
 import time
 from collections.abc import Callable
 from typing import Any
@@ -63,6 +90,8 @@ MEMOISED = (  # (module, function, cache size): where moto looks each function u
     ("moto.core.responses", "method_names_from_class", 256),  # one entry per response class
     ("moto.core.responses", "camelcase_to_underscores", 1024),  # action names
     ("moto.sqs.models", "camelcase_to_underscores", 1024),  # queue attribute names
+    ("werkzeug.test", "iri_to_uri", 1024),  # each request's base URL and path, as moto builds its Request
+    ("werkzeug.sansio.utils", "uri_to_iri", 1024),  # each request's root URL, as moto reads its raw URL
 )
 
 
@@ -119,13 +148,26 @@ def _lexed_once(original: Callable[[Any], Any]) -> Callable[[Any], Any]:
 
 def _condition_parsed_once(original: Callable[[Any], Any]) -> Callable[[Any], Any]:
     """The condition parser memoised on its expression, names and values: the first parse's tree (moto only
-    evaluates it) and, on each parser, the names and values that parse found; no expression, no memo."""
+    evaluates it) and, on each parser, the names and values that parse found; no expression, no memo.
+
+    New values for a known expression and names skip moto's grammar: its node tree (``_grammar``) is kept
+    per expression, names and value placeholders, and each parse puts the values in and builds the condition
+    from it with moto's own steps (``_from_grammar``)."""
     parsed: dict[tuple[str, str, str], tuple[Any, list[str], list[str]]] = {}
+    grammars: dict[tuple[str, str, tuple[str, ...]], Any] = {}
 
     def parse_fresh(parser: Any) -> tuple[Any, list[str], list[str]]:
         fresh = type(parser)(parser.condition_expression, parser.expression_attribute_names,
                              parser.expression_attribute_values)
-        return original(fresh), fresh.expr_attr_names_found, fresh.expr_attr_values_found
+        values = fresh.expression_attribute_values
+        if not isinstance(values, dict):
+            return original(fresh), fresh.expr_attr_names_found, fresh.expr_attr_values_found
+        try:
+            grammar = _remembered(grammars, (fresh.condition_expression, repr(fresh.expression_attribute_names),
+                                             tuple(values)), lambda: _grammar(original, fresh))
+        except Exception:  # moto refuses the expression: let it say so, as it would
+            return original(fresh), fresh.expr_attr_names_found, fresh.expr_attr_values_found
+        return _from_grammar(fresh, grammar), fresh.expr_attr_names_found, fresh.expr_attr_values_found
 
     @functools.wraps(original)
     def parse(parser: Any) -> Any:
@@ -141,16 +183,73 @@ def _condition_parsed_once(original: Callable[[Any], Any]) -> Callable[[Any], An
     return parse
 
 
+def _grammar(original: Callable[[Any], Any], parser: Any) -> Any:
+    """moto's node tree for ``parser``'s expression, each value node holding a placeholder (moto's grammar reads
+    a value's name, never the value): moto's own parse, stopped before it builds the condition."""
+
+    class Grammar(type(parser)):  # type: ignore[misc]
+        def _lookup_expression_attribute_value(self, name: str) -> Any:
+            return (self.expression_attribute_values[name], None)[1]  # moto's KeyError for an unknown name
+
+        def _make_op_condition(self, node: Any) -> Any:
+            return node
+
+    return original(Grammar(parser.condition_expression, parser.expression_attribute_names,
+                            parser.expression_attribute_values))
+
+
+def _from_grammar(parser: Any, grammar: Any) -> Any:
+    """The rest of moto's parse on ``grammar`` with ``parser``'s values put in: the names and values it finds,
+    then the condition."""
+    value_kind, values = parser.Kind.EXPRESSION_ATTRIBUTE_VALUE, parser.expression_attribute_values
+
+    def filled(node: Any) -> Any:
+        if node.kind == value_kind:
+            return node._replace(value=values[node.text])
+        return node._replace(children=[filled(child) for child in node.children]) if node.children else node
+
+    node = filled(grammar)
+    parser.expr_attr_names_found.extend(parser._find_literals(node))
+    parser.expr_attr_values_found.extend(parser._find_expr_attr_values(node))
+    return parser._make_op_condition(node)
+
+
 def _parsed_once(original: Any) -> Any:
-    """The update-expression parser (a classmethod) memoised on the expression: the first parse's tree."""
+    """The update-expression parser (a classmethod) memoised on the expression: the first parse's tree, kept
+    pickled too (``PICKLED_TREES``) for the validator's copies."""
     parse = original.__func__
     parsed: dict[tuple[type, str], Any] = {}
 
+    def parse_and_pickle(parser: type, expression: str) -> Any:
+        tree = parse(parser, expression)
+        try:
+            _remembered(PICKLED_TREES, id(tree), lambda: (tree, pickle.dumps(tree, pickle.HIGHEST_PROTOCOL)))
+        except Exception:  # noqa: BLE001 - a tree pickle refuses is copied by deepcopy, as moto does
+            pass
+        return tree
+
     @functools.wraps(parse)
     def make(parser: type, expression: str) -> Any:
-        return _remembered(parsed, (parser, expression), lambda: parse(parser, expression))
+        return _remembered(parsed, (parser, expression), lambda: parse_and_pickle(parser, expression))
 
     return classmethod(make)
+
+
+PICKLED_TREES: dict[int, tuple[Any, bytes]] = {}  # id of a memoised update tree -> (the tree, its pickle)
+
+
+def _copies_from_pickle(original: Callable[..., Any]) -> Callable[..., Any]:
+    """The validators' ``deepcopy``: a memoised update tree is unpickled from its kept pickle (the same tree,
+    shared and cyclic references included, as deepcopy builds); anything else is deep-copied."""
+
+    @functools.wraps(original)
+    def deepcopy(x: Any, memo: Any = None, _nil: Any = []) -> Any:  # noqa: B006 - copy.deepcopy's signature
+        kept = PICKLED_TREES.get(id(x)) if memo is None else None
+        if kept is not None and kept[0] is x:
+            return pickle.loads(kept[1])
+        return original(x, memo, _nil)
+
+    return deepcopy
 
 
 def _traverse_sorting_once(original: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
@@ -180,6 +279,54 @@ def _traverse_sorting_once(original: Callable[[Any, Any], Any]) -> Callable[[Any
     return traverse
 
 
+def _drawn(rng: Any, pool: str, length: int) -> str:
+    """``"".join(rng.choice(pool) for _ in range(length))``, each character drawn with ``getrandbits`` exactly as
+    ``random.Random.choice`` draws it (``_randbelow_with_getrandbits``), without its two calls per character."""
+    n, getrandbits = len(pool), rng.getrandbits
+    k = n.bit_length()
+    drawn = []
+    for _ in range(length):
+        r = getrandbits(k)
+        while r >= n:
+            r = getrandbits(k)
+        drawn.append(pool[r])
+    return "".join(drawn)
+
+
+def _draws_as_random_does(rng: Any) -> bool:
+    """True when ``rng.choice`` is ``random.Random``'s, drawing through ``_randbelow_with_getrandbits``."""
+    kind = type(rng)
+    return kind.choice is random.Random.choice and kind._randbelow is random.Random._randbelow_with_getrandbits
+
+
+def _random_string_drawn(original: Callable[..., str]) -> Callable[..., str]:
+    """moto's random string (its request ids: 52 characters a request) drawn by ``_drawn``."""
+
+    @functools.wraps(original)
+    def get_random_string(rng: Any, length: int = 20, include_digits: bool = True, lower_case: bool = False) -> str:
+        if not _draws_as_random_does(rng):
+            return original(rng, length, include_digits, lower_case)
+        pool = string.ascii_letters + (string.digits if include_digits else "")
+        drawn = _drawn(rng, pool, length)
+        return drawn.lower() if lower_case else drawn
+
+    return get_random_string
+
+
+def _receipt_handle_drawn(original: Callable[[], str]) -> Callable[[], str]:
+    """SQS's receipt handle (185 lowercase letters a message received) drawn from moto's random by ``_drawn``."""
+    sqs_utils = importlib.import_module("moto.sqs.utils")
+
+    @functools.wraps(original)
+    def generate_receipt_handle() -> str:
+        rng = sqs_utils.random  # moto's random, as the original reads it
+        if not _draws_as_random_does(rng):
+            return original()
+        return _drawn(rng, string.ascii_lowercase, 185)
+
+    return generate_receipt_handle
+
+
 REPLACED = (  # (module, class in it or "" for the module itself, name, the replacement made from moto's own)
     ("moto.core.utils", "", "unix_time", _unix_time),  # also what unix_time_millis calls
     ("moto.sqs.models", "", "unix_time", _unix_time),
@@ -187,7 +334,10 @@ REPLACED = (  # (module, class in it or "" for the module itself, name, the repl
     ("moto.dynamodb.comparisons", "ConditionExpressionParser", "_lex_condition_expression", _lexed_once),
     ("moto.dynamodb.comparisons", "ConditionExpressionParser", "parse", _condition_parsed_once),
     ("moto.dynamodb.parsing.expressions", "UpdateExpressionParser", "make", _parsed_once),
+    ("moto.dynamodb.parsing.validators", "", "deepcopy", _copies_from_pickle),  # its copy of the parsed tree
     ("moto.dynamodb.parsing.ast_nodes", "DepthFirstTraverser", "traverse", _traverse_sorting_once),
+    ("moto.moto_api._internal.moto_random", "MotoRandom", "get_random_string", _random_string_drawn),
+    ("moto.sqs.models", "", "generate_receipt_handle", _receipt_handle_drawn),
 )
 
 
@@ -216,5 +366,6 @@ def install() -> Callable[[], None]:
     def uninstall() -> None:
         for restore in reversed(undo):
             restore()
+        PICKLED_TREES.clear()
 
     return uninstall
