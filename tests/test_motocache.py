@@ -18,6 +18,7 @@ from moto.sqs.responses import SQSResponse
 
 from fleetlab.backends import motocache
 from fleetlab.backends.backend import open_backend
+from fleetlab.core.errors import BackendUnavailable
 
 CACHED = [(jsonpath_ng.ext, "parse"), (moto.core.responses, "method_names_from_class"),
           (moto.core.responses, "camelcase_to_underscores"), (moto.sqs.models, "camelcase_to_underscores")]
@@ -411,3 +412,15 @@ def test_moto_s_random_strings_and_receipt_handles_are_drawn_exactly_as_moto_dra
     assert len(plain[0][0]) == 52 and len(plain[1][0]) == 185 and set(plain[1][0]) <= set("abcdefghijklmnopqrstuvwxyz")
     assert MotoRandom.get_random_string.__qualname__ == "MotoRandom.get_random_string"
     assert Floats._randbelow is not random.Random._randbelow_with_getrandbits  # so Floats' strings were moto's
+
+
+def test_a_shortcut_whose_moto_function_is_gone_names_it_and_moto_s_version_and_installs_nothing(monkeypatch):
+    gone = ("moto.sqs.models", "SQSBackend", "a_method_moto_renamed", lambda original: original)
+    monkeypatch.setattr(motocache, "REPLACED", (*motocache.REPLACED, gone))
+    with pytest.raises(BackendUnavailable) as refused:
+        motocache.install()
+    message = str(refused.value)
+    assert f"moto {moto.__version__} has no moto.sqs.models.SQSBackend.a_method_moto_renamed" in message
+    assert "moto[server]==" in message and "make venv" in message
+    assert [vars(owner)[name] for owner, name in replaced()[:-1]] == REPLACED_ORIGINALS  # nothing replaced
+    assert not any(hasattr(getattr(owner, name), "cache_info") for owner, name in CACHED)  # nothing memoised

@@ -80,7 +80,10 @@ import random
 import string
 import time
 from collections.abc import Callable
+from importlib import metadata
 from typing import Any
+
+from fleetlab.core.errors import BackendUnavailable
 
 INSTALLED = "_fleetlab_motocache"  # marks a replacement, so a second open backend leaves it be
 PARSED_EXPRESSIONS = 1024  # distinct DynamoDB expressions kept lexed or parsed; the library uses a handful
@@ -343,24 +346,26 @@ REPLACED = (  # (module, class in it or "" for the module itself, name, the repl
 
 def install() -> Callable[[], None]:
     """Memoise each of ``MEMOISED`` and replace each of ``REPLACED`` until the returned callable is called;
-    one already in place (a backend still open put it there) is left alone."""
+    one already in place (a backend still open put it there) is left alone.
+
+    Every function is looked up before any is touched: BackendUnavailable, naming the function and moto's
+    version, when one is gone (a moto other than the pinned one), with nothing installed.
+    """
+    memoised = [(*_part(module_name, "", name), size) for module_name, name, size in MEMOISED]
+    replaced = [(*_part(module_name, class_name, name), replacement)
+                for module_name, class_name, name, replacement in REPLACED]
     undo: list[Callable[[], None]] = []
-    for module_name, name, size in MEMOISED:
-        module = importlib.import_module(module_name)
-        original = getattr(module, name)
+    for owner, name, original, size in memoised:
         if hasattr(original, "cache_info"):
             continue
-        setattr(module, name, functools.lru_cache(maxsize=size)(original))
-        undo.append(functools.partial(setattr, module, name, original))
-    for module_name, class_name, name, replacement in REPLACED:
-        module = importlib.import_module(module_name)
-        owner = getattr(module, class_name) if class_name else module
-        original = vars(owner)[name]
+        setattr(owner, name, functools.lru_cache(maxsize=size)(original))
+        undo.append(functools.partial(setattr, owner, name, original))
+    for owner, name, original, replacement in replaced:
         if getattr(original, INSTALLED, False):
             continue
-        replaced = replacement(original)
-        setattr(replaced, INSTALLED, True)
-        setattr(owner, name, replaced)
+        made = replacement(original)
+        setattr(made, INSTALLED, True)
+        setattr(owner, name, made)
         undo.append(functools.partial(setattr, owner, name, original))
 
     def uninstall() -> None:
@@ -369,3 +374,18 @@ def install() -> Callable[[], None]:
         PICKLED_TREES.clear()
 
     return uninstall
+
+
+def _part(module_name: str, class_name: str, name: str) -> tuple[Any, str, Any]:
+    """(what holds it, its name, the function) for ``module_name[.class_name].name``; BackendUnavailable if gone."""
+    try:
+        module = importlib.import_module(module_name)
+        owner = getattr(module, class_name) if class_name else module
+        return owner, name, vars(owner)[name]
+    except (ImportError, AttributeError, KeyError) as gone:
+        where = ".".join(part for part in (module_name, class_name, name) if part)
+        pinned = [need for need in metadata.requires("fleetlab") or [] if need.startswith("moto")]
+        raise BackendUnavailable(
+            f"moto {metadata.version('moto')} has no {where}, which fleetlab's moto shortcuts "
+            f"(fleetlab.backends.motocache) replace; they were written for {', '.join(pinned) or 'the pinned moto'}: "
+            "install that version (make venv does), or update motocache for this one") from gone
