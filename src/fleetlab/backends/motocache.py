@@ -384,8 +384,16 @@ def _part(module_name: str, class_name: str, name: str) -> tuple[Any, str, Any]:
         return owner, name, vars(owner)[name]
     except (ImportError, AttributeError, KeyError) as gone:
         where = ".".join(part for part in (module_name, class_name, name) if part)
-        pinned = [need for need in metadata.requires("fleetlab") or [] if need.startswith("moto")]
         raise BackendUnavailable(
             f"moto {metadata.version('moto')} has no {where}, which fleetlab's moto shortcuts "
-            f"(fleetlab.backends.motocache) replace; they were written for {', '.join(pinned) or 'the pinned moto'}: "
+            f"(fleetlab.backends.motocache) replace; they were written for {_pinned_moto()}: "
             "install that version (make venv does), or update motocache for this one") from gone
+
+
+def _pinned_moto() -> str:
+    """The moto requirement fleetlab was installed with, or a description when fleetlab is not installed."""
+    try:
+        needs = metadata.requires("fleetlab") or []
+    except metadata.PackageNotFoundError:
+        needs = []
+    return next((need for need in needs if need.startswith("moto")), "the moto that pyproject.toml pins")

@@ -105,8 +105,7 @@ class FakeModel:
         latency = self.latency_of(trace_id, attempt)
         clock.sleep(latency)
         if trace_id in self.poison:
-            raise ModelError(f"{trace_id}: the model rejects this input every time", transient=False,
-                             deployment=self.name, rejected_input=True)
+            raise self._error(f"{trace_id}: the model rejects this input every time", False, rejected_input=True)
         if self._rng(trace_id, attempt, "failure").random() < self.transient_failure_rate:
             raise self._error(f"{trace_id}: model throttled (attempt {attempt})", True)
         return ModelResult(trace_id=trace_id, attempt=attempt, text=f"answer for {trace_id}", latency=latency)
@@ -115,8 +114,8 @@ class FakeModel:
     def _called(self) -> str:
         return f"deployment {self.name}" if self.name else "the model"
 
-    def _error(self, message: str, transient: bool) -> ModelError:
-        return ModelError(message, transient=transient, deployment=self.name)
+    def _error(self, message: str, transient: bool, *, rejected_input: bool = False) -> ModelError:
+        return ModelError(message, transient=transient, deployment=self.name, rejected_input=rejected_input)
 
     def _rng(self, trace_id: str, attempt: int, purpose: str) -> random.Random:
         salt = f"{self.name}|" if self.name else ""

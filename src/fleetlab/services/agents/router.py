@@ -7,8 +7,8 @@ random from the router's seed. A transient error is retried in the group, at
 most ``num_retries`` times; a permanent one leaves the group at once. A
 deployment that fails more than ``allowed_fails`` times in a row is benched
 for ``cooldown`` seconds of the clock; an input it rejects (a poison input)
-is the input's fault and does not count against it. When the group gives up, the call
-moves to the group's explicit fallback, if it has one: leaving the failure
+is the input's fault and does not count against it. When the group gives
+up, the call moves to the group's explicit fallback, if it has one: leaving the failure
 domain rather than retrying harder inside it. A group may cap its calls in
 flight, so a primary outage cannot pour its whole load onto the fallback: at
 the cap, a call is refused (``GroupAtCapacity``), not queued.
