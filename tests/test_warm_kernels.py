@@ -75,11 +75,11 @@ def test_a_kernel_dies_with_its_launcher_even_by_sigkill(template, tmp_path):
     nb = notebook(PROBE)
     kernel = NotebookKernel(nb, env=warm_env(template), cwd=tmp_path).start()
     try:
-        pid = json.loads(probe(kernel))[0]
+        forked = psutil.Process(json.loads(probe(kernel))[0])  # held before the kill: the kernel may go at once
         launcher = psutil.Process(kernel._manager.provisioner.pid)
-        assert pid != launcher.pid
+        assert forked.pid != launcher.pid
         launcher.send_signal(signal.SIGKILL)
-        psutil.Process(pid).wait(timeout=30)  # raises TimeoutExpired if the kernel outlived its launcher
+        forked.wait(timeout=30)  # raises TimeoutExpired if the kernel outlived its launcher
     finally:
         kernel.shutdown()
 
