@@ -7,18 +7,28 @@ and hidden case. Each wrong answer is rejected: by the public cases (with
 the diagnosis a learner sees in the notebook) when it is marked public, else
 only by the hidden cases. The fixture lab's checks are held to the same rules.
 
+A graded run (hidden cases included) is the grader's: each answer is
+rebuilt and called in a process of its own (``AnswerHost``) while the cases
+run and are judged here; a public case in the notebook runs in the kernel.
+
 Everything runs on moto. moto-server serves the same moto models over HTTP,
 so there each check's reference proves the check over the wire, and the
 catalogues run only for the checks in ``WIRE``, whose cases meet a way the
 two differ on the wire.
 """
 
+import base64
+
+import cloudpickle
 import pytest
 from fleetlab_instructor.checks import full_check, side_of
 
 from fleetlab.course import lab
 from fleetlab.course.grading import registry, run_check
+from fleetlab.course.grading.answerhost import AnswerHost
+from fleetlab.course.grading.judge import judge_one
 from fleetlab.course.grading.results import CheckStatus
+from fleetlab.course.grading.runner import CheckBackend
 
 from .conftest import load_fixture_checks
 
@@ -55,6 +65,25 @@ def backend(request):
         lab.shutdown()
 
 
+@pytest.fixture(scope="module")
+def answers():
+    """The processes the graded runs' answers are rebuilt and called in (the catalogues live in the instructor's
+    package, so taking an answer from there is not refused here)."""
+    with AnswerHost(refuse_borrowed=False) as host:
+        yield host
+
+
+def graded(check, answer, host):
+    """The grader's verdict (plain data, as the judge writes it) on ``answer``, called in ``host``'s process."""
+    entry = {"pickle": base64.b64encode(cloudpickle.dumps(answer)).decode("ascii")}
+    with CheckBackend() as backends:
+        return judge_one(check, check.hidden, entry, backends, host)
+
+
+def passed(verdict):
+    return verdict["status"] == str(CheckStatus.PASS) and all(case["status"] == "pass" for case in verdict["cases"])
+
+
 @pytest.mark.parametrize(("check", "side"), SIDES, ids=[check.id for check, _ in SIDES])
 def test_every_check_has_a_reference_both_catalogues_and_hidden_cases(check, side):
     assert side.reference is not None, f"{check.id} has no reference answer"
@@ -66,33 +95,33 @@ def test_every_check_has_a_reference_both_catalogues_and_hidden_cases(check, sid
 
 @pytest.mark.parametrize(("check", "side", "backend"), REFERENCES, indirect=["backend"],
                          ids=[f"{name}-{check.id}" for check, _, name in REFERENCES])
-def test_the_reference_passes_every_case(check, side, backend):
-    graded = run_check(check, side.reference, include_hidden=True)
-    assert (graded.status, graded.points) == (CheckStatus.PASS, check.points), graded.diagnosis
+def test_the_reference_passes_every_case(check, side, backend, answers):
+    verdict = graded(check, side.reference, answers)
+    assert passed(verdict), verdict["diagnosis"]
 
 
 @pytest.mark.parametrize(("check", "right", "backend"), RIGHT, indirect=["backend"],
                          ids=[f"{name}-{c.id}: {r.name}" for c, r, name in RIGHT])
-def test_each_right_but_different_answer_passes_every_case(check, right, backend):
-    graded = run_check(check, right.answer, include_hidden=True)
-    assert (graded.status, graded.points) == (CheckStatus.PASS, check.points), graded.diagnosis
+def test_each_right_but_different_answer_passes_every_case(check, right, backend, answers):
+    verdict = graded(check, right.answer, answers)
+    assert passed(verdict), verdict["diagnosis"]
 
 
 @pytest.mark.parametrize(("check", "wrong", "backend"), WRONG, indirect=["backend"],
                          ids=[f"{name}-{c.id}: {w.name}" for c, w, name in WRONG])
-def test_each_known_wrong_answer_is_rejected_with_its_diagnosis(check, wrong, backend):
+def test_each_known_wrong_answer_is_rejected_with_its_diagnosis(check, wrong, backend, answers):
     if wrong.public:
         in_notebook = run_check(check, wrong.answer)
         assert in_notebook.status == CheckStatus.FAIL, f"the public cases let it through: {in_notebook.diagnosis}"
         assert wrong.expect in in_notebook.diagnosis, "the learner would not see the expected diagnosis"
         return
-    graded = run_check(check, wrong.answer, include_hidden=True)  # the grader's run: the public cases come first
-    public = [case for case in graded.cases if not case.hidden]
-    assert public and all(case.status == CheckStatus.PASS for case in public), \
-        f"public=False means only hidden cases catch it: {[c.diagnosis for c in public]}"
-    assert graded.status == CheckStatus.FAIL and graded.points < check.points
-    failing_hidden = [case for case in graded.cases if case.hidden and case.status == CheckStatus.FAIL]
-    assert any(wrong.expect in case.diagnosis for case in failing_hidden), [c.diagnosis for c in failing_hidden]
+    verdict = graded(check, wrong.answer, answers)  # the grader's run: the public cases come first
+    public = [case for case in verdict["cases"] if not case["hidden"]]
+    assert public and all(case["status"] == "pass" for case in public), \
+        f"public=False means only hidden cases catch it: {[c['diagnosis'] for c in public]}"
+    assert verdict["status"] == str(CheckStatus.FAIL)
+    failing_hidden = [case for case in verdict["cases"] if case["hidden"] and case["status"] == "fail"]
+    assert any(wrong.expect in case["diagnosis"] for case in failing_hidden), [c["diagnosis"] for c in failing_hidden]
 
 
 def test_the_wire_checks_are_shipped_checks():

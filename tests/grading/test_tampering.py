@@ -93,7 +93,7 @@ get_ipython().events.register("pre_run_cell", lambda info: os.kill(os.getpid(), 
                        (0, 0), "the kernel died while handing in the answers"),
     "changesjudge": ((RIGHT_VISIBILITY.replace("    return min", "    import fleetlab.course.grading.results as r\n"
                                                                  "    r.conclude = None\n    return min"), RIGHT_HANDLE),
-                     "", (0, 0), "the answer to 99.visibility changed the grader while it ran; scores withheld"),
+                     "", (3, 2), ""),
     "instructor": ((RIGHT_VISIBILITY, RIGHT_HANDLE.replace("    alert_id", "    import fleetlab_instructor\n    alert_id", 1)),
                    "", (0, 2), ""),
     "unpicklable": ((RIGHT_VISIBILITY.replace("def ", "import threading\nlock = threading.Lock()\n\ndef ").replace(
@@ -128,12 +128,12 @@ def test_a_tampering_scores_exactly_what_the_answers_earn(rows, learner):
     assert (row.scores, row.error) == ({"99.dedupe": dedupe, "99.visibility": visibility}, error)
 
 
-def test_an_answer_that_exits_fails_its_cases_and_one_that_kills_the_judge_fails_its_check(rows):
+def test_an_answer_that_exits_or_kills_its_process_fails_its_cases(rows):
     exits = rows["exitsinanswer"].checks["99.visibility"]
     assert all(case.status == "fail" for case in exits.cases)
     assert exits.diagnosis.startswith("your code raised SystemExit")
     killed = rows["killsinanswer"].checks["99.dedupe"]
-    assert killed.diagnosis.startswith("your code stopped the process that ran it (killed by signal 9)")
+    assert killed.diagnosis.startswith("your code stopped the process that ran it (it exited or was killed)")
     assert rows["killsinanswer"].checks["99.visibility"].status == "pass"  # judged by the next judge
 
 

@@ -46,6 +46,7 @@ from fleetlab_tools.warm_kernels import WarmKernels
 from nbformat import NotebookNode
 
 from fleetlab.core.errors import InvalidInput
+from fleetlab.course.grading.judge import keep_memory_private
 from fleetlab.course.grading.registry import Check
 from fleetlab.course.grading.results import CaseResult, CheckStatus, conclude
 from fleetlab_instructor.checks import full_check, full_checks
@@ -322,6 +323,7 @@ def grade_notebooks(
     Each kernel is forked from one warm template (``WarmKernels``), started in
     that sandbox too, so the batch pays for the library's imports once.
     """
+    keep_memory_private()  # no learner's code, in a kernel or an answer's process, can write into the grader
     texts = [path.read_text(encoding="utf-8") for path in paths]
     rows: list[GradeRow | None] = [None] * len(paths)
     with tempfile.TemporaryDirectory(prefix="fleetlab-grade-") as root:

@@ -3,9 +3,9 @@
 ``JudgeServer`` runs one judge server for a batch and lets the grader's
 threads share it. ``judge_answers`` hands one notebook's answers (the bytes
 its kernel wrote, never opened here) and the hidden cases to a fresh judge,
-reads the verdicts back as JSON, and when an answer killed the judge in the
-middle of a check, judges the checks after it in another one: an answer that
-stops its process costs only its own check.
+reads the verdicts back as JSON (from the server, never from a file), and
+when the judge was killed in the middle of a check, judges the checks after
+it in another one.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 
 from fleetlab.core.errors import FleetlabError
 from fleetlab.course.grading import handover
-from fleetlab.course.grading.judge import ANSWERS, REQUEST, RESULTS
+from fleetlab.course.grading.judge import ANSWERS, REQUEST
 from fleetlab.course.grading.registry import Check
 
 JUDGE_MODULE = "fleetlab.course.grading.judge"
@@ -36,10 +36,12 @@ class JudgeStopped(FleetlabError):
 
 @dataclass(frozen=True)
 class Ended:
-    """How one judge ended: its exit code, and whether it was killed for running past its time."""
+    """How one judge ended: its exit code, whether it was killed for running past its time, and the lines it
+    wrote to its verdicts' pipe (JSON events, see ``fleetlab.course.grading.judge``)."""
 
     exit: int
     timed_out: bool
+    events: tuple[str, ...] = ()
 
 
 class JudgeServer:
@@ -81,7 +83,7 @@ class JudgeServer:
             raise JudgeStopped(f"the judge server did not answer within {seconds + REPLY_GRACE:g} s")
         if "exit" not in reply:
             raise JudgeStopped("the judge server stopped while judging")
-        return Ended(int(reply["exit"]), bool(reply["timed_out"]))
+        return Ended(int(reply["exit"]), bool(reply["timed_out"]), tuple(map(str, reply.get("events", ()))))
 
     def close(self) -> None:
         """Stop the server (its judges still running are killed). Idempotent."""
@@ -145,10 +147,10 @@ def judge_answers(server: JudgeServer, folder: Path, checks: Sequence[Check], an
                   seconds: float) -> Verdicts:
     """Judge ``answers`` (a kernel's ``hand_in`` file, as bytes) on ``checks`` (with their hidden cases).
 
-    ``folder`` is this notebook's own; the judge's request and results go
-    there. A judge killed in the middle of a check (the answer stopped its
-    process) leaves that check failed and the next judge takes the checks
-    after it, within ``seconds`` in all.
+    ``folder`` is this notebook's own; the judge's request goes there, its
+    verdicts come back through the server. A judge killed in the middle of a
+    check leaves that check failed and the next judge takes the checks after
+    it, within ``seconds`` in all.
     """
     folder.mkdir(parents=True, exist_ok=True)
     (folder / ANSWERS).write_bytes(answers)
@@ -158,7 +160,7 @@ def judge_answers(server: JudgeServer, folder: Path, checks: Sequence[Check], an
     while remaining:
         _write_request(folder, remaining)
         ended = server.run(folder, max(0.0, deadline - time.monotonic()))
-        started = _read_results(folder, verdicts)
+        started = _read_results(ended.events, verdicts)
         if verdicts.withheld or verdicts.errors:
             return verdicts
         if ended.timed_out:
@@ -179,13 +181,13 @@ def _write_request(folder: Path, checks: Sequence[Check]) -> None:
     request = {"checks": [check.id for check in checks], "modules": modules,
                "hidden": handover.encode({check.id: check.hidden for check in checks})}
     (folder / REQUEST).write_text(json.dumps(request), encoding="utf-8")
-    (folder / RESULTS).write_text("", encoding="utf-8")
 
 
-def _read_results(folder: Path, verdicts: Verdicts) -> str | None:
-    """Add the judge's verdicts to ``verdicts``; the check it started and never finished, if any."""
+def _read_results(events: Sequence[str], verdicts: Verdicts) -> str | None:
+    """Add the judge's verdicts (``events``, one JSON line each) to ``verdicts``; the check it started and never
+    finished, if any."""
     started = None
-    for line in (folder / RESULTS).read_text(encoding="utf-8", errors="replace").splitlines():
+    for line in events:
         try:
             event = json.loads(line)
         except json.JSONDecodeError:
@@ -202,11 +204,6 @@ def _read_results(folder: Path, verdicts: Verdicts) -> str | None:
                 return None
             verdicts.checks[check_id] = event
             started = None
-        elif "tampered" in event:
-            verdicts.withheld = True
-            verdicts.errors.append(f"the answer to {event['tampered']} changed the grader while it ran; "
-                                   "scores withheld")
-            return None
         elif "unreadable" in event:
             verdicts.errors.append(f"the answers could not be read ({event['unreadable']})")
             return None

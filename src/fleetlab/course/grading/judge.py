@@ -1,61 +1,60 @@
-"""The judge: the verdict on a graded notebook's answers, computed where no learner cell ever ran.
+"""The judge: the verdict on a graded notebook's answers, computed where no learner code ever runs.
 
 The grader (``fleetlab_instructor.grading.judging``) starts this module as a
 process (``python -m fleetlab.course.grading.judge``) in the sandbox's
 environment: no credentials, and the instructor's package refused on import,
 as in a graded kernel. That server imports the library, boto3, moto and every
-shipped check once, starts no thread, and forks one child per notebook, so a
+shipped check once, starts no thread, and forks one judge per notebook, so a
 notebook's judge starts in milliseconds and shares nothing with another's.
 
 Each request is one JSON line on the server's stdin, ``{"folder": ..., "seconds": ...}``.
 The folder holds ``REQUEST`` (the checks to judge, the modules that register
 them, the hidden cases handed over by the grader) and ``ANSWERS`` (what the
-kernel's ``session.hand_in`` wrote: untrusted). The child writes one JSON line
-per event to ``RESULTS``: ``{"start": id}`` before a check runs, then
-``{"check": id, "status", "diagnosis", "cases"}`` (a hidden case's name left
-out), or ``{"unreadable": why}`` for answers it cannot read, or
-``{"broken": kind}`` when the judge itself failed, or
-``{"tampered": id}`` when the answer to ``id`` changed the grader's own code
-while it ran (``harness_changed``). Never pickle: the grader reads JSON
-only. When the child ends the server answers ``{"folder", "exit", "timed_out"}``
-on stdout; a child past its ``seconds`` is killed with its process group.
-
-Known limit: an answer is code, and it runs here when the harness calls it.
-It cannot reach the kernel it came from, the instructor's package or a
-credential, but it could write to ``RESULTS`` itself; the fingerprint catches
-an answer that replaces the harness, not one that forges a line. For hostile
-submissions, run the grader in a container or VM.
+kernel's ``session.hand_in`` wrote: untrusted). The judge runs each check's
+harness and cases itself; the learner's answers are rebuilt and called in a
+process of their own (``answerhost``), reached through proxies that carry
+data only (``remote``), so no answer can change the harness, a case or a
+verdict. The judge writes one JSON line per event to a pipe only the server
+holds: ``{"start": id}`` before a check runs, then ``{"check": id, "status",
+"diagnosis", "cases"}`` (a hidden case's name left out), or
+``{"unreadable": why}`` for answers it cannot read, or ``{"broken": kind}``
+when the judge itself failed. When the judge ends the server answers
+``{"folder", "exit", "timed_out", "events"}`` on stdout, ``events`` being
+those lines; a judge past its ``seconds`` is killed with its process group.
+The server, its judges and the grader keep their memory and open files from
+other processes of their user (``keep_memory_private``), so an answer cannot
+write into their pipes either. Learner code still runs as the grader's user:
+for submissions that may attack the machine itself, run the grader in a
+container or VM.
 """
 
 from __future__ import annotations
 
-import base64
 import contextlib
+import ctypes
 import importlib
 import importlib.abc
-import inspect
 import json
 import os
-import pickle
 import select
 import signal
 import sys
 import threading
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TextIO
 
 from fleetlab.course.grading import handover, learner, registry
+from fleetlab.course.grading.answerhost import AnswerHost
 from fleetlab.course.grading.registry import Case, Check
-from fleetlab.course.grading.results import CaseResult, CheckResult, CheckStatus, refused
-from fleetlab.course.grading.runner import CheckBackend
-from fleetlab.course.grading.session import judge_answer
+from fleetlab.course.grading.results import CaseResult, CheckResult, CheckStatus, not_yet, refused
+from fleetlab.course.grading.runner import CheckBackend, run_check
+from fleetlab.course.grading.session import refused_borrowed
 
 REQUEST = "request.json"
 ANSWERS = "answers.json"
-RESULTS = "results.jsonl"
 HOME = "home"
 """The child's home and working folder, inside the request's folder."""
 GRADING_PACKAGE = "fleetlab.course.grading"
@@ -72,30 +71,39 @@ class InstructorRefused(importlib.abc.MetaPathFinder):
                 "cannot use it, and one that does scores nothing; write your own", name=fullname)
 
 
+PR_SET_DUMPABLE = 4
+
+
+def keep_memory_private() -> bool:
+    """Make this process non-dumpable (Linux): other processes of its user can no longer read or write its
+    memory, or open its files and pipes through ``/proc``. Inherited by a fork. False where it cannot be set."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0
+    except (OSError, AttributeError):  # not Linux
+        return False
+
+
 # --- one notebook's verdict --------------------------------------------------------------------------------------
 
 
-def judge_folder(folder: Path) -> None:
-    """Judge the request in ``folder`` and write each check's verdict to its ``RESULTS`` as soon as it is known."""
-    request = json.loads((folder / REQUEST).read_text(encoding="utf-8"))
-    for module in request["modules"]:
-        importlib.import_module(module)
-    hidden = handover.decode(request["hidden"])
-    with (folder / RESULTS).open("a", encoding="utf-8") as results:
+def judge_folder(folder: Path, results: TextIO) -> None:
+    """Judge the request in ``folder``; write each check's verdict to ``results`` as soon as it is known."""
+    with AnswerHost() as answers:  # first: it forks, and this process runs one thread only until now
+        request = json.loads((folder / REQUEST).read_text(encoding="utf-8"))
+        for module in request["modules"]:
+            importlib.import_module(module)
+        hidden = handover.decode(request["hidden"])
         try:
-            answers = read_answers((folder / ANSWERS).read_bytes())
+            handed_in = read_answers((folder / ANSWERS).read_bytes())
         except (OSError, ValueError) as exc:
             _write(results, {"unreadable": str(exc)})
             return
-        before = harness_fingerprint(request["modules"])
         with CheckBackend() as backends:
             for check_id in request["checks"]:
                 _write(results, {"start": check_id})
-                verdict = judge_one(registry.get_check(check_id), hidden.get(check_id, ()), answers.get(check_id),
-                                    backends)
-                if harness_changed(before):
-                    _write(results, {"tampered": check_id})
-                    return
+                verdict = judge_one(registry.get_check(check_id), hidden.get(check_id, ()), handed_in.get(check_id),
+                                    backends, answers)
                 _write(results, {"check": check_id, **verdict})
 
 
@@ -113,25 +121,22 @@ def read_answers(data: bytes) -> dict[str, dict[str, str]]:
 
 
 def judge_one(check: Check, hidden: Iterable[Case], entry: Mapping[str, str] | None,
-              backends: CheckBackend) -> dict[str, Any]:
-    """The verdict on one handed-over answer (``entry``), hidden cases included, as plain data."""
+              backends: CheckBackend, answers: AnswerHost) -> dict[str, Any]:
+    """The verdict on one handed-over answer (``entry``), hidden cases included, as plain data. The answer is
+    rebuilt and called in ``answers``' process; the cases run and are judged here."""
     if entry is None:
         missing = f"no `{check.answer_name}` defined" if check.answer_name else "its check() cell never ran"
         return {"status": str(CheckStatus.NOT_YET), "diagnosis": f"not attempted: {missing}", "cases": []}
     if "pickle" not in entry:
         return _plain(refused(check, entry.get("unpicklable", "the answer was not handed over"), graded=True))
-    try:
-        answer = _unpickled(entry["pickle"])
-    except BaseException as exc:  # rebuilding runs the answer's own code: whatever it raises is the answer's
-        why = f"{type(exc).__name__}: {exc}"
-        return _plain(refused(check, f"your answer could not be rebuilt outside your notebook ({why}); "
-                                     "define everything it uses in the notebook itself", graded=True))
-    return _plain(judge_answer(check.with_hidden(tuple(hidden)), answer, include_hidden=True, backends=backends))
-
-
-def _unpickled(text: str) -> Any:
-    """An answer ``session.hand_in`` serialised with cloudpickle (which the loading imports)."""
-    return pickle.loads(base64.b64decode(text.encode("ascii"), validate=True))
+    loaded = answers.load(check.id, entry["pickle"])
+    if loaded.kind == "unfinished":
+        return _plain(not_yet(check, graded=True))
+    if loaded.kind == "borrowed":
+        return _plain(refused_borrowed(check, loaded.detail, graded=True))
+    if loaded.kind != "ok":
+        return _plain(refused(check, loaded.detail, graded=True))
+    return _plain(run_check(check.with_hidden(tuple(hidden)), loaded.value, include_hidden=True, backends=backends))
 
 
 def _plain(result: CheckResult) -> dict[str, Any]:
@@ -150,39 +155,6 @@ def _write(results: Any, event: dict[str, Any]) -> None:
     results.flush()
 
 
-def harness_fingerprint(modules: Iterable[str]) -> dict[tuple[str, str], tuple[Any, ...]]:
-    """What the grader's own code is right now: every loaded module of the grading package and the check
-    ``modules``, each attribute by identity (a function also by its code and defaults, a class by its
-    attributes), and every registered check. See ``harness_changed``."""
-    names = {*(name for name in sys.modules if name == GRADING_PACKAGE or name.startswith(GRADING_PACKAGE + ".")),
-             *modules}
-    prints: dict[tuple[str, str], tuple[Any, ...]] = {}
-    for name in names:
-        module = sys.modules.get(name)
-        prints[(name, "")] = (module,)
-        for attribute, value in vars(module).items() if module is not None else ():
-            prints[(name, attribute)] = (value, *_parts(value))
-    prints.update({("", check_id): (check,) for check_id, check in registry._CHECKS.items()})  # no module is ""
-    return prints
-
-
-def harness_changed(before: Mapping[tuple[str, str], tuple[Any, ...]]) -> bool:
-    """True when anything ``before`` fingerprinted is now another object or gone (what was added since is not
-    compared: a module imported during a check, a submodule set on its package)."""
-    now = harness_fingerprint({name for name, _ in before if name})
-    return any(len(now.get(key, ())) != len(objects) or any(a is not b for a, b in zip(now[key], objects))
-               for key, objects in before.items())
-
-
-def _parts(value: Any) -> tuple[Any, ...]:
-    """What of ``value`` must stay the same object: a function's code and defaults, a class's attributes."""
-    if inspect.isfunction(value):
-        return (value.__code__, value.__defaults__, value.__kwdefaults__)
-    if inspect.isclass(value):
-        return tuple(member for _, member in sorted(vars(value).items()))
-    return ()
-
-
 # --- the fork server ------------------------------------------------------------------------------------------------
 
 
@@ -190,6 +162,8 @@ def _parts(value: Any) -> tuple[Any, ...]:
 class _Child:
     folder: str
     deadline: float
+    results: int  # the read end of the pipe the judge writes its verdicts to
+    said: bytearray = field(default_factory=bytearray)
     timed_out: bool = False
 
 
@@ -237,10 +211,14 @@ def serve(requests: BinaryIO, replies: BinaryIO) -> None:
     _reply(replies, {"ready": os.getpid()})
     try:
         while True:
-            readable, _, _ = select.select([requests, wake_read], [], [], _next_wait(children))
+            listening = [requests, wake_read, *(child.results for child in children.values() if child.results >= 0)]
+            readable, _, _ = select.select(listening, [], [], _next_wait(children))
             if wake_read in readable:
                 with contextlib.suppress(BlockingIOError):
                     os.read(wake_read, 4096)
+            for child in children.values():
+                if child.results in readable:
+                    _take_results(child)
             if requests in readable:
                 chunk = os.read(requests.fileno(), 65536)
                 if not chunk:
@@ -249,13 +227,29 @@ def serve(requests: BinaryIO, replies: BinaryIO) -> None:
                 while b"\n" in pending:
                     line, pending = pending.split(b"\n", 1)
                     request = json.loads(line)
-                    pid = _fork(Path(request["folder"]), (wake_read, wake_write))
-                    children[pid] = _Child(request["folder"], time.monotonic() + float(request["seconds"]))
+                    pid, results = _fork(Path(request["folder"]), (wake_read, wake_write))
+                    children[pid] = _Child(request["folder"], time.monotonic() + float(request["seconds"]), results)
             _kill_overdue(children)
             _reap(children, replies)
     finally:
-        for pid in children:
+        for pid, child in children.items():
             _kill(pid)
+            if child.results >= 0:
+                os.close(child.results)
+
+
+def _take_results(child: _Child) -> bool:
+    """Read what the judge wrote so far; at its end of file, close the pipe. False once nothing more is there."""
+    try:
+        chunk = os.read(child.results, 65536)
+    except BlockingIOError:
+        return False
+    if chunk:
+        child.said += chunk
+        return True
+    os.close(child.results)
+    child.results = -1
+    return False
 
 
 def _next_wait(children: Mapping[int, _Child]) -> float | None:
@@ -263,21 +257,30 @@ def _next_wait(children: Mapping[int, _Child]) -> float | None:
     return max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
 
 
-def _fork(folder: Path, wake: tuple[int, int]) -> int:
+def _fork(folder: Path, wake: tuple[int, int]) -> tuple[int, int]:
+    """Fork a judge for ``folder``: its pid, and the read end of the pipe it writes its verdicts to (only the
+    server holds that pipe: no file a learner's code could find carries a verdict)."""
+    results_read, results_write = os.pipe()
     pid = os.fork()
     if pid:
+        os.close(results_write)
+        os.set_blocking(results_read, False)
         with contextlib.suppress(OSError):  # the child may have set its group already
             os.setpgid(pid, pid)
-        return pid
+        return pid, results_read
     code = 1
+    os.close(results_read)
+    results = os.fdopen(results_write, "w", encoding="utf-8")
     try:
         _become_judge(folder, wake)
-        judge_folder(folder)
+        judge_folder(folder, results)
         code = 0
     except BaseException as exc:  # the judge's own failure: its kind only, a message may quote a hidden input
-        with contextlib.suppress(BaseException), (folder / RESULTS).open("a", encoding="utf-8") as results:
+        with contextlib.suppress(BaseException):
             _write(results, {"broken": type(exc).__name__})
     finally:
+        with contextlib.suppress(BaseException):
+            results.flush()
         os._exit(code)  # never back into the server's loop, whatever happened
 
 
@@ -320,8 +323,11 @@ def _reap(children: dict[int, _Child], replies: BinaryIO) -> None:
             child = children.pop(pid)
             with contextlib.suppress(OSError):  # whatever the judge started in its group goes with it
                 os.killpg(pid, signal.SIGKILL)
+            while child.results >= 0 and _take_results(child):  # what it wrote before it ended
+                pass
+            events = child.said.decode("utf-8", errors="replace").splitlines()
             _reply(replies, {"folder": child.folder, "exit": os.waitstatus_to_exitcode(status),
-                             "timed_out": child.timed_out})
+                             "timed_out": child.timed_out, "events": events})
 
 
 def _reply(replies: BinaryIO, message: dict[str, Any]) -> None:
@@ -331,6 +337,7 @@ def _reply(replies: BinaryIO, message: dict[str, Any]) -> None:
 
 def main() -> None:
     """The judge server on this process's stdin and stdout."""
+    keep_memory_private()
     replies = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # whatever an import prints goes to stderr, never into the replies
     sys.meta_path.insert(0, InstructorRefused())

@@ -44,7 +44,8 @@ def learner_frames(exc: BaseException, library_files: Iterable[str] = ()) -> lis
     and ``library_files`` (the check's own harness module).
     """
     library = (_FLEETLAB_DIR, *_PYTHON_DIRS, *library_files)
-    return [frame for frame in traceback.extract_tb(exc.__traceback__) if not _is_library(frame.filename, library)]
+    here = [frame for frame in traceback.extract_tb(exc.__traceback__) if not _is_library(frame.filename, library)]
+    return here + list(vars(exc).get(REMOTE_FRAMES, ()))
 
 
 def learner_waiting(
@@ -75,6 +76,8 @@ def raised_by_learner_stub(exc: BaseException, library_files: Iterable[str] = ()
     A NotImplementedError from a library the learner called (moto raises one
     for calls it does not emulate) is an ordinary error, not a stub.
     """
+    if vars(exc).get(REMOTE_STUB):
+        return True
     if not isinstance(exc, NotImplementedError):
         return False
     frames = traceback.extract_tb(exc.__traceback__)
@@ -118,6 +121,10 @@ def _is_library(filename: str, library: tuple[str, ...]) -> bool:
     return filename.startswith(library)
 
 
+REMOTE_FRAMES = "__fleetlab_remote_frames__"
+"""Set on an exception rebuilt from the process that ran the learner's code: its learner's frames there."""
+REMOTE_STUB = "__fleetlab_remote_stub__"
+"""Set on an exception rebuilt from the process that ran the learner's code: the learner's own stub raised it."""
 INSTRUCTOR_PACKAGE = "fleetlab_instructor"
 """The instructor's side of the course: no answer may come from it."""
 ANSWERS_ATTRIBUTE = "__fleetlab_answers__"

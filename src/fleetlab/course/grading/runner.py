@@ -41,6 +41,7 @@ from fleetlab.core.clock import CANCEL_GRACE, WAIT_SLICE, raise_in_thread
 from fleetlab.core.runqueue import RunQueueMeter
 from fleetlab.core.waits import WaitMeter
 from fleetlab.course.grading import learner
+from fleetlab.course.grading.remote import ENDED, RemoteFailed
 from fleetlab.course.grading.registry import Case, CaseOutcome, Check
 from fleetlab.course.grading.results import CaseResult, CheckResult, CheckStatus, conclude, not_yet, refused
 
@@ -360,6 +361,8 @@ def _call_with_deadline(fn: Any, args: tuple, budget: Budget, *, stop_actors: An
 
 
 def _classify(error: BaseException, check: Check) -> tuple[CheckStatus, str]:
+    if isinstance(error, RemoteFailed):  # the process running the learner's code ended, or broke the protocol
+        return CheckStatus.FAIL, ENDED.format(why=error)
     harness_file = (check.harness.__code__.co_filename,)
     if learner.raised_by_learner_stub(error, harness_file):
         return CheckStatus.NOT_YET, ""

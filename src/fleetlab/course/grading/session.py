@@ -85,9 +85,14 @@ def judge_answer(check: registry.Check, answer: Any, **run: Any) -> CheckResult:
     """``run_check``, unless the answer is taken from the instructor's package or is the library's own
     answer to the exercise: then it scores nothing, and says why."""
     if borrowed := learner.borrowed_answer(answer, check.id):
-        return refused(check, f"this answer uses {borrowed}: a check grades your own answer, so it scores "
-                              "nothing; write it yourself", graded=run.get("include_hidden", False))
+        return refused_borrowed(check, borrowed, graded=run.get("include_hidden", False))
     return run_check(check, answer, **run)
+
+
+def refused_borrowed(check: registry.Check, borrowed: str, *, graded: bool) -> CheckResult:
+    """The verdict on an answer that uses ``borrowed`` (see ``learner.borrowed_answer``): nothing scored."""
+    return refused(check, f"this answer uses {borrowed}: a check grades your own answer, so it scores "
+                          "nothing; write it yourself", graded=graded)
 
 
 def _notebook_namespace() -> dict[str, Any]:

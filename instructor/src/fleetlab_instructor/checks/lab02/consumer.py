@@ -7,7 +7,6 @@ other alerts.
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 from fleetlab.core.faults import Crash, CrashPoint
@@ -79,11 +78,11 @@ def _never_completes(delivery: Any, store: IdempotencyStore) -> Any:
     return "filed"
 
 
-_REMEMBERED: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
+_REMEMBERED: dict[str, set[str]] = {}
 
 
 def _in_memory(delivery: Any, store: IdempotencyStore) -> Any:
-    seen = _REMEMBERED.setdefault(store, set())  # what one process remembers, for the life of one run
+    seen = _REMEMBERED.setdefault(store.table, set())  # what one process remembers, for one run's table
     if delivery.trace_id not in seen:
         seen.add(delivery.trace_id)
         delivery.record_effect(kind="ticket")

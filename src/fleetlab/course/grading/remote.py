@@ -1,0 +1,871 @@
+"""Objects that live in another process, reached through proxies over one socket (``Peer``).
+
+The judge runs a learner's answer in a process of its own (``answerhost``)
+and talks to it through a ``Peer`` at each end. What crosses is data: plain
+values (numbers, text, bytes, lists, tuples, dicts, sets, datetimes,
+fleetlab's frozen dataclasses and enums, exceptions) travel by value; any
+other object stays where it lives and the other side gets a proxy whose
+calls, attribute reads and special methods (``with``, iteration, ``len``)
+come back to it. A boto3 client travels as a real client of the same
+service whose API calls come back to the original (``Peer.api``), so the
+learner's code catches boto3's own exceptions and pages with its paginators.
+
+A message is pickled with no globals at all: ``loads`` refuses every class
+and function (``_DataOnly``), so reading what the learner's process sent
+runs none of its code. The side that holds the verdict reads with
+``trusted=False``: only fleetlab's frozen dataclasses and enums, builtin
+exceptions and fleetlab's and botocore's exception classes are rebuilt,
+by their constructors; an exception of any other class becomes a
+``RemoteError`` of the same name, and a proxy reaches only public
+attributes of what it stands for and can set none.
+
+Every call is part of a *chain*: the thread that starts it, and every call
+made back while it waits, nested as on one stack. A call that comes back is
+run by the thread waiting in its chain, so a harness's clock sees the thread
+that called the learner's code (the virtual clock's actors rely on it); a
+call in a new chain (a thread the learner started) gets a thread of its own.
+A waiting thread wakes every ``WAIT_SLICE`` seconds, so an exception raised
+in it (a case abandoned at its deadline) lands; the peer is then broken and
+its process is stopped by its owner (``on_broken``).
+
+Proxies are counted: when one is collected, the other side is told how many
+times it had received the object, and forgets it once every copy it sent
+is released. ``Peer.settle`` collects garbage on both sides until neither
+has anything left to release (a check that watches for dropped timers).
+"""
+
+from __future__ import annotations
+
+import builtins
+import collections
+import contextlib
+import dataclasses
+import datetime
+import decimal
+import enum
+import gc
+import io
+import itertools
+import numbers
+import pickle
+import queue
+import socket
+import struct
+import sys
+import threading
+import traceback
+import types
+import weakref
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from fleetlab.core.errors import FleetlabError
+from fleetlab.course.grading import learner
+
+WAIT_SLICE = 0.05
+"""Seconds between a waiting thread's checks for an exception raised in it."""
+MAX_MESSAGE = 64 * 1024 * 1024
+"""The largest message a peer reads (bytes): an answer cannot make the judge read without bound."""
+MAX_DEPTH = 200
+"""How deeply nested a value may be (a list holding itself cannot be sent)."""
+SPECIAL_METHODS = ("__enter__", "__exit__", "__iter__", "__next__", "__len__", "__getitem__", "__contains__",
+                   "__bool__", "__eq__", "__lt__", "__le__", "__gt__", "__ge__", "__float__", "__int__",
+                   "__index__", "__str__", "__repr__")
+"""The special methods a proxy forwards, where what it stands for defines its own."""
+ENDED = ("your code stopped the process that ran it ({why}); a check calls your code, so it must return "
+         "(or raise), never exit or kill its process")
+"""The diagnosis of a call that ``RemoteFailed``: the learner's process is gone or broke the protocol."""
+_PLAIN = (type(None), bool, int, float, str, bytes)
+_CALL_ARGUMENTS = {"call": (1, 2), "method": (2, 3)}
+"""Where a request carries the arguments of the call it makes (positional list, keywords dict)."""
+_LIBRARIES = ("fleetlab.", "botocore.", "aws_lambda_powertools.")
+"""Packages whose exception classes are rebuilt as themselves (from modules already imported)."""
+
+
+class RemoteFailed(FleetlabError):
+    """The other process ended or sent what cannot be read: nothing more can be asked of it."""
+
+
+class RemoteError(Exception):
+    """An exception of a class that cannot be rebuilt here; its class is named as the original was."""
+
+
+class _DataOnly(pickle.Unpickler):
+    """Reads plain pickled data and refuses every class and function: loading runs nothing of the sender's."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        raise pickle.UnpicklingError(f"{module}.{name} is not data")
+
+
+# --- one side of the connection -------------------------------------------------------------------------------
+
+
+class Peer:
+    """One end of a connection to another process (see the module docstring).
+
+    ``trusted`` says whether the other side may be believed: the judge's end
+    of an answer's process is not (``trusted=False``). ``operations`` adds
+    requests the other side may make (name -> function of the decoded
+    arguments). ``on_broken`` runs once when the connection breaks.
+    """
+
+    _ids = itertools.count(1)
+
+    def __init__(self, sock: socket.socket, *, trusted: bool, name: str,
+                 operations: Mapping[str, Callable[..., Any]] | None = None,
+                 on_broken: Callable[[], None] | None = None, process: int | None = None) -> None:
+        self.name, self.trusted, self.process = name, trusted, process
+        self._sock = sock
+        self._operations = {"getattr": self._getattr, "call": self._call, "method": self._method,
+                            "api": self._api, "setattr": self._setattr, "collect": self._collect,
+                            **(operations or {})}
+        self._on_broken = on_broken
+        self._send_lock = threading.Lock()
+        self._state = threading.Lock()
+        self._objects: dict[int, list[Any]] = {}  # id -> [object, copies sent]
+        self._by_identity: dict[int, int] = {}  # id(object) -> id
+        self._proxies: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
+        self._received: dict[int, int] = {}  # their id -> copies received, for the release
+        self._released: collections.deque[tuple[int, int]] = collections.deque()
+        self._inboxes: dict[str, queue.SimpleQueue[tuple[Any, ...]]] = {}
+        self._local = threading.local()
+        self._chains = itertools.count(1)
+        self._token = next(Peer._ids)
+        self.broken: str = ""
+        if not trusted:
+            _answering_peers.add(self)
+
+    # --- lifecycle
+
+    def start(self) -> Peer:
+        threading.Thread(target=self._read_forever, name=f"fleetlab-{self.name}-reader", daemon=True).start()
+        return self
+
+    def close(self) -> None:
+        """Close the connection; every thread waiting on it raises RemoteFailed."""
+        self._break("the connection was closed")
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self._sock.close()
+
+    # --- asking the other side
+
+    def request(self, operation: str, *args: Any) -> Any:
+        """Ask the other side to run ``operation`` in this thread's chain; its value, or its exception raised here."""
+        chain = getattr(self._local, "chain", None)
+        outermost = chain is None
+        if outermost:
+            chain = f"{self.name}-{next(self._chains)}"
+            self._local.chain = chain
+            self._inboxes[chain] = queue.SimpleQueue()
+        lent: list[Any] = []
+        try:
+            self._send(("req", chain, operation, self._encode_request(operation, args, lent)))
+            return self._await_reply(self._inboxes[chain], lent)
+        except Exception:
+            raise
+        except BaseException:  # abandoned mid-call (a case past its deadline): the other side is mid-call too
+            self._break("a call was abandoned while the other process ran it")
+            raise
+        finally:
+            if outermost:
+                self._local.chain = None
+                self._inboxes.pop(chain, None)
+
+    def settle(self, rounds: int = 4) -> None:
+        """Collect garbage here and there until neither side has a proxy left to release (at most ``rounds``)."""
+        for _ in range(rounds):
+            gc.collect()
+            mine = self._drain_released()
+            theirs = self.request("collect", mine)
+            self._forget(theirs, collected=True)
+            if not mine and not theirs and not self._released:
+                return
+
+    def api(self, client_id: int, operation: str, params: dict[str, Any]) -> Any:
+        return self.request("api", client_id, operation, params)
+
+    # --- the reader and the waiting threads
+
+    def _read_forever(self) -> None:
+        try:
+            while True:
+                message = self._receive()
+                kind, chain = message[0], message[1]
+                self._forget(message[-1])
+                inbox = self._inboxes.get(chain)
+                if inbox is not None:
+                    inbox.put(message)
+                elif kind == "req":
+                    threading.Thread(target=self._serve, args=(message,), daemon=True,
+                                     name=f"fleetlab-{self.name}-call").start()
+        except BaseException as exc:
+            self._break("it exited or was killed" if isinstance(exc, EOFError) else f"{type(exc).__name__}: {exc}")
+
+    def _await_reply(self, inbox: queue.SimpleQueue[tuple[Any, ...]], lent: list[Any]) -> Any:
+        while True:
+            try:
+                message = inbox.get(timeout=WAIT_SLICE)
+            except queue.Empty:
+                if self.broken:
+                    raise RemoteFailed(self.broken) from None
+                continue
+            if message[0] == "broken":
+                raise RemoteFailed(self.broken)
+            if message[0] == "req":
+                self._serve(message)
+                continue
+            _, _, ok, payload, _ = message
+            if not (type(payload) is list and len(payload) == 2 and type(payload[1]) is list):
+                raise RemoteFailed("the other process sent a reply that is not this protocol's")
+            self._take_back(lent, payload[1])
+            value = self._decode(payload[0])
+            if ok is True:
+                return value
+            if not isinstance(value, BaseException):
+                raise RemoteFailed("the other process failed a call without saying why")
+            raise value
+
+    def _serve(self, message: tuple[Any, ...]) -> None:
+        """Run one request from the other side in this thread, in its chain, and send the reply."""
+        _, chain, operation, payload, _ = message
+        previous, borrowed = getattr(self._local, "chain", None), getattr(self._local, "borrowed", None)
+        self._local.chain, self._local.borrowed = chain, []
+        if previous is None:
+            self._inboxes[chain] = queue.SimpleQueue()
+        try:
+            try:
+                args = self._decode(payload)
+                if operation not in self._operations:
+                    raise RemoteFailed(f"{operation!r} is not an operation this side runs")
+                ok, value = True, self._operations[operation](*args)
+            except Exception as exc:
+                ok, value = False, exc
+            except BaseException as exc:  # SystemExit and the like: the learner's, where its code runs
+                if not self.trusted:
+                    self._break("a call was abandoned while it ran here")
+                    raise
+                ok, value = False, exc
+            reply = ("rep", chain, ok, [self._encode(value), self._give_back(self._local.borrowed)])
+        finally:
+            self._local.chain, self._local.borrowed = previous, borrowed
+            if previous is None:  # before the reply: the chain's next call may come as soon as it is sent
+                self._inboxes.pop(chain, None)
+        self._send(reply)
+
+    # --- containers lent for a call: the callee's changes come back with its reply
+
+    def _encode_request(self, operation: str, args: tuple[Any, ...], lent: list[Any]) -> list[Any]:
+        """A request's arguments; those of the call it makes (a proxy's ``args`` and ``kwargs``) are lent."""
+        positional, keywords = _CALL_ARGUMENTS.get(operation, (-1, -1))
+        encoded: list[Any] = ["L"]
+        for index, arg in enumerate(args):
+            if index == positional:
+                encoded.append(["L", *(self._encode_argument(item, lent) for item in arg)])
+            elif index == keywords:
+                encoded.append(["D", *(part for name, item in arg.items()
+                                       for part in (self._encode(name), self._encode_argument(item, lent)))])
+            else:
+                encoded.append(self._encode(arg))
+        return encoded
+
+    def _encode_argument(self, value: Any, lent: list[Any]) -> Any:
+        """An argument; a list, dict or set is lent (``["M", n, ...]``): what the callee does to it comes back."""
+        if type(value) not in (list, dict, set):
+            return self._encode(value)
+        lent.append(value)
+        return ["M", len(lent) - 1, self._encode(value)]
+
+    def _give_back(self, borrowed: list[tuple[int, Any]]) -> list[Any]:
+        return [[index, self._encode(value)] for index, value in borrowed]
+
+    def _take_back(self, lent: list[Any], returned: list[Any]) -> None:
+        """Apply the callee's changes to the containers lent for the call (same type only)."""
+        for entry in returned:
+            if not (type(entry) is list and len(entry) == 2 and type(entry[0]) is int and 0 <= entry[0] < len(lent)):
+                raise RemoteFailed("the other process gave back a container it was not lent")
+            original, changed = lent[entry[0]], self._decode(entry[1])
+            if type(changed) is not type(original):
+                continue
+            if isinstance(original, list):
+                original[:] = changed
+            else:
+                original.clear()
+                original.update(changed)
+
+    # --- what the other side may ask
+
+    def _target(self, object_id: int) -> Any:
+        with self._state:
+            entry = self._objects.get(object_id)
+        if entry is None:
+            raise RemoteFailed(f"object {object_id} is not held here (released, or never sent)")
+        return entry[0]
+
+    def _getattr(self, object_id: int, name: str) -> Any:
+        self._refuse_private(name)
+        return getattr(self._target(object_id), name)
+
+    def _setattr(self, object_id: int, name: str, value: Any) -> None:
+        if not self.trusted:
+            raise AttributeError(f"cannot set {name!r}: the grader's objects are read-only to your code")
+        setattr(self._target(object_id), name, value)
+
+    def _call(self, object_id: int, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        return self._target(object_id)(*args, **kwargs)
+
+    def _method(self, object_id: int, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        if name not in SPECIAL_METHODS:
+            self._refuse_private(name)
+        return getattr(self._target(object_id), name)(*args, **kwargs)
+
+    def _api(self, client_id: int, operation: str, params: dict[str, Any]) -> Any:
+        client = self._target(client_id)
+        methods = {api: method for method, api in client.meta.method_to_api_mapping.items()}
+        if operation not in methods:
+            raise AttributeError(f"{client.meta.service_model.service_name} has no operation {operation!r}")
+        return getattr(client, methods[operation])(**params)
+
+    def _collect(self, released: list[list[int]]) -> list[tuple[int, int]]:
+        self._forget(released, collected=True)
+        gc.collect()
+        return self._drain_released()
+
+    def _refuse_private(self, name: str) -> None:
+        if not self.trusted and name.startswith("_"):
+            raise AttributeError(f"{name!r} is private to the grader's object; your code can use its public names")
+
+    # --- the wire
+
+    def _send(self, message: tuple[Any, ...]) -> None:
+        with self._send_lock:
+            data = pickle.dumps((*message, self._drain_released()), protocol=pickle.HIGHEST_PROTOCOL)
+            try:
+                self._sock.sendall(struct.pack("!Q", len(data)) + data)
+            except OSError as exc:
+                self._break(f"the other process is gone ({exc})")
+                raise RemoteFailed(self.broken) from None
+
+    def _receive(self) -> tuple[Any, ...]:
+        (size,) = struct.unpack("!Q", self._read_exactly(8))
+        if size > MAX_MESSAGE:
+            raise RemoteFailed(f"the other process sent {size} bytes at once; at most {MAX_MESSAGE} are read")
+        message = _DataOnly(io.BytesIO(self._read_exactly(size))).load()
+        if not (isinstance(message, tuple) and len(message) == 5 and message[0] in ("req", "rep")
+                and isinstance(message[1], str)):
+            raise RemoteFailed("the other process sent a message that is not this protocol's")
+        return message
+
+    def _read_exactly(self, size: int) -> bytes:
+        chunks, left = [], size
+        while left:
+            chunk = self._sock.recv(min(left, 1 << 20))
+            if not chunk:
+                raise EOFError
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+
+    def _break(self, why: str) -> None:
+        with self._state:
+            if self.broken:
+                return
+            self.broken = why
+            inboxes = list(self._inboxes.values())
+        for inbox in inboxes:
+            inbox.put(("broken",))
+        if self._on_broken is not None:
+            self._on_broken()
+
+    # --- holding objects for the other side, and releasing theirs
+
+    def _keep(self, value: Any) -> int:
+        with self._state:
+            object_id = self._by_identity.get(id(value))
+            if object_id is None or self._objects[object_id][0] is not value:
+                object_id = next(_object_ids)
+                self._objects[object_id] = [value, 0]
+                self._by_identity[id(value)] = object_id
+            self._objects[object_id][1] += 1
+            return object_id
+
+    def _forget(self, released: Any, *, collected: bool = False) -> None:
+        """Drop what the other side released: ``[(id, copies), ...]`` (ignored when not that shape)."""
+        if not isinstance(released, (list, tuple)):
+            return
+        dropped = []
+        with self._state:
+            for entry in released:
+                if not (isinstance(entry, (list, tuple)) and len(entry) == 2
+                        and all(type(part) is int for part in entry)):
+                    continue
+                object_id, copies = entry
+                held = self._objects.get(object_id)
+                if held is None:
+                    continue
+                held[1] -= copies
+                if held[1] <= 0:
+                    del self._objects[object_id]
+                    self._by_identity.pop(id(held[0]), None)
+                    dropped.append(held)
+        del dropped  # the objects go here, outside the lock (their __del__ may call back)
+
+    def _drain_released(self) -> list[tuple[int, int]]:
+        drained = []
+        while self._released:
+            drained.append(self._released.popleft())
+        return drained
+
+    def _release(self, their_id: int, copies: int | None = None) -> None:
+        """A proxy (every copy received) or a rebuilt exception (one) was collected: tell the other side."""
+        held = self._received.get(their_id, 0)
+        copies = held if copies is None else min(copies, held)
+        if held - copies > 0:
+            self._received[their_id] = held - copies
+        else:
+            self._received.pop(their_id, None)
+        if copies and not self.broken:
+            self._released.append((their_id, copies))
+
+    # --- values out
+
+    def _encode(self, value: Any, depth: int = 0) -> Any:
+        if depth > MAX_DEPTH:
+            raise ValueError(f"a value nested more than {MAX_DEPTH} levels deep cannot be sent")
+        kind = type(value)
+        if kind in _PLAIN:
+            return value
+        down = depth + 1
+        if kind is list:
+            return ["L", *(self._encode(item, down) for item in value)]
+        if kind is tuple:
+            return ["T", *(self._encode(item, down) for item in value)]
+        if kind is dict:
+            return ["D", *(self._encode(part, down) for pair in value.items() for part in pair)]
+        if kind in (set, frozenset):
+            return ["S" if kind is set else "F", *(self._encode(item, down) for item in value)]
+        if kind in (datetime.datetime, datetime.date, datetime.timedelta, decimal.Decimal):
+            return _encode_time_or_decimal(value)
+        if isinstance(value, tuple) and hasattr(kind, "_fields") and _in_fleetlab(kind):
+            return ["NT", _path(kind), *(self._encode(item, depth + 1) for item in value)]
+        if isinstance(value, (list, tuple, dict, set, frozenset)) and not _library_value(kind):
+            return self._encode(_base_container(value), depth)  # a Counter as a dict, a namedtuple as a tuple
+        if kind is types.TracebackType:
+            return None  # a traceback stays where it was made (an __exit__ gets None for it)
+        if isinstance(value, type) and issubclass(value, BaseException):
+            return ["EC", value.__module__, value.__qualname__]
+        origin = _origin(value, self._token)
+        if origin is not None:
+            return ["B", origin]
+        if isinstance(value, numbers.Number) and not isinstance(value, (enum.Enum, decimal.Decimal)):
+            number = _plain_number(value)
+            if number is not None:
+                return number
+        if isinstance(value, BaseException):
+            return self._encode_exception(value, down)
+        if _library_enum(kind):
+            return ["EN", _path(kind), value.name]
+        if _library_value(kind):
+            fields = [part for field in dataclasses.fields(value) if field.init
+                      for part in (field.name, self._encode(getattr(value, field.name), down))]
+            return ["DC", _path(kind), *fields]
+        if self.trusted is False and _is_client(value):
+            meta = value.meta
+            return ["C", self._keep(value), meta.service_model.service_name, meta.region_name]
+        name = getattr(value, "__qualname__", None) if callable(value) else None
+        return ["R", self._keep(value), kind.__name__, _special_methods(kind), callable(value),
+                name if isinstance(name, str) else ""]
+
+    def _encode_exception(self, error: BaseException, depth: int) -> list[Any]:
+        if isinstance(error, ClientError):
+            return ["CE", self._keep(error), self._encode(error.response, depth), error.operation_name]
+        try:
+            args = self._encode(list(error.args), depth)
+        except ValueError:
+            args = ["L", str(error)]
+        frames = [[frame.filename, frame.lineno, frame.name, frame.line or ""]
+                  for frame in learner.learner_frames(error)]
+        attributes = {name: value for name, value in vars(error).items() if not name.startswith("__fleetlab")}
+        try:
+            state = self._encode(attributes, depth)
+        except ValueError:
+            state = ["D"]
+        return ["E", self._keep(error), type(error).__module__, type(error).__qualname__, args, str(error),
+                frames, learner.raised_by_learner_stub(error), state]
+
+    # --- values in
+
+    def _decode(self, value: Any, depth: int = 0) -> Any:
+        if depth > MAX_DEPTH:
+            raise RemoteFailed("the other process sent a value nested too deeply")
+        if type(value) in _PLAIN:
+            return value
+        if type(value) is not list or not value or not isinstance(value[0], str):
+            raise RemoteFailed(f"the other process sent a value that is not this protocol's ({type(value).__name__})")
+        tag, parts, down = value[0], value[1:], depth + 1
+        if tag in ("L", "T", "S", "F"):
+            items = [self._decode(part, down) for part in parts]
+            return {"L": list, "T": tuple, "S": set, "F": frozenset}[tag](items)
+        if tag == "D":
+            items = [self._decode(part, down) for part in parts]
+            return dict(zip(items[::2], items[1::2]))
+        if tag in _TIME_TAGS:
+            return _TIME_TAGS[tag](*parts)
+        if tag == "M":
+            value = self._decode(parts[1], down)
+            borrowed = getattr(self._local, "borrowed", None)
+            if borrowed is not None and type(parts[0]) is int:
+                borrowed.append((parts[0], value))
+            return value
+        if tag == "B":
+            return self._target(_whole(parts[0]))
+        if tag == "R":
+            return self._proxy(_whole(parts[0]), str(parts[1]), tuple(map(str, parts[2])), bool(parts[3]),
+                               str(parts[4]))
+        if tag == "C" and self.trusted:
+            return self._client(_whole(parts[0]), str(parts[1]), str(parts[2]))
+        if tag == "CE":
+            error = ClientError(self._decode(parts[1], down), str(parts[2]))
+            return self._mark(error, _whole(parts[0]))
+        if tag == "E":
+            return self._rebuild_exception(parts, down)
+        if tag == "EC":
+            return _exception_class(str(parts[0]), str(parts[1]))
+        if tag == "EN":
+            return _library_class(parts[0], enum.Enum)[str(parts[1])]
+        if tag == "NT":
+            cls = _library_class(parts[0], tuple)
+            if not hasattr(cls, "_fields"):
+                raise RemoteFailed(f"{parts[0]} is not one of fleetlab's named tuples")
+            return cls(*(self._decode(part, down) for part in parts[1:]))
+        if tag == "DC":
+            cls = _library_class(parts[0], None)
+            if not _library_value(cls):
+                raise RemoteFailed(f"{parts[0]} is not one of fleetlab's frozen dataclasses")
+            fields = [self._decode(part, down) for part in parts[1:]]
+            return cls(**dict(zip(fields[::2], fields[1::2])))
+        raise RemoteFailed(f"the other process sent a value tagged {tag!r}, which this side does not read")
+
+    def _rebuild_exception(self, parts: list[Any], depth: int) -> BaseException:
+        object_id, module, qualname, args, message, frames, stub, state = parts
+        args = self._decode(args, depth)
+        error = _exception_of(str(module), str(qualname), args if isinstance(args, list) else [], str(message))
+        attributes = self._decode(state, depth)
+        if isinstance(attributes, dict) and not isinstance(error, RemoteError):
+            error.__dict__.update({name: value for name, value in attributes.items()
+                                   if isinstance(name, str) and not name.startswith("__")})
+        error.__dict__[learner.REMOTE_FRAMES] = [traceback.FrameSummary(str(f), int(n), str(name), line=str(line))
+                                         for f, n, name, line in frames]
+        error.__dict__[learner.REMOTE_STUB] = bool(stub)
+        return self._mark(error, _whole(object_id))
+
+    def _mark(self, error: BaseException, their_id: int) -> BaseException:
+        """Remember that ``error`` is the other side's exception ``their_id`` (raised back, it is theirs again;
+        the other side keeps an exception it sent for as long as the connection lasts)."""
+        error.__dict__[ORIGIN] = (self._token, their_id)
+        return error
+
+    def _count_received(self, their_id: int) -> None:
+        self._received[their_id] = self._received.get(their_id, 0) + 1
+
+    def _proxy(self, their_id: int, type_name: str, special: tuple[str, ...], is_callable: bool,
+               qualname: str) -> Any:
+        self._count_received(their_id)
+        existing = self._proxies.get(their_id)
+        if existing is not None:
+            return existing
+        proxy = _proxy_class(type_name, special, is_callable)(self, their_id, qualname)
+        self._proxies[their_id] = proxy
+        with _origins_lock:
+            _origins[id(proxy)] = (self._token, their_id, weakref.ref(proxy, lambda _, key=id(proxy): _unorigin(key)))
+        weakref.finalize(proxy, self._release, their_id)
+        return proxy
+
+    def _client(self, their_id: int, service: str, region: str) -> Any:
+        self._count_received(their_id)
+        existing = self._proxies.get(their_id)
+        if existing is not None:
+            return existing
+        client = _answering_client(service, region, lambda operation, params: self.api(their_id, operation, params))
+        self._proxies[their_id] = client
+        with _origins_lock:
+            _origins[id(client)] = (self._token, their_id,
+                                    weakref.ref(client, lambda _, key=id(client): _unorigin(key)))
+        weakref.finalize(client, self._release, their_id)
+        return client
+
+
+_answering_peers: weakref.WeakSet[Peer] = weakref.WeakSet()
+
+
+def settle_everywhere() -> None:
+    """``Peer.settle`` every live peer of this process whose other side runs a learner's code."""
+    for peer in list(_answering_peers):
+        if not peer.broken:
+            with contextlib.suppress(RemoteFailed):
+                peer.settle()
+
+
+def process_of(value: Any) -> int | None:
+    """The pid of the process a proxy's object lives in (when its peer knows it), else None."""
+    peer = value._fleetlab_peer if isinstance(value, Proxy) else None
+    return peer.process if peer is not None else None
+
+
+_object_ids = itertools.count(1)
+_origins: dict[int, tuple[int, int, Any]] = {}
+_origins_lock = threading.Lock()
+
+
+ORIGIN = "__fleetlab_origin__"
+"""Set on an exception rebuilt from the other side: ``(peer token, its id there)``."""
+
+
+def _origin(value: Any, token: int) -> int | None:
+    """The other side's id for ``value`` when it is a proxy (or a rebuilt exception) from the peer ``token``."""
+    if isinstance(value, BaseException):
+        mark = vars(value).get(ORIGIN)
+        return mark[1] if isinstance(mark, tuple) and mark[0] == token else None
+    with _origins_lock:
+        entry = _origins.get(id(value))
+    if entry is None or entry[0] != token or entry[2]() is not value:
+        return None
+    return entry[1]
+
+
+def _unorigin(key: int) -> None:
+    with _origins_lock:
+        _origins.pop(key, None)
+
+
+def _whole(value: Any) -> int:
+    if type(value) is not int:
+        raise RemoteFailed("the other process sent an object id that is not a whole number")
+    return value
+
+
+# --- what travels by value ----------------------------------------------------------------------------------------
+
+
+def _encode_time_or_decimal(value: Any) -> list[Any]:
+    if isinstance(value, datetime.datetime):
+        return ["DT", value.isoformat()]
+    if isinstance(value, datetime.date):
+        return ["DA", value.isoformat()]
+    if isinstance(value, datetime.timedelta):
+        return ["TD", value.days, value.seconds, value.microseconds]
+    return ["DE", str(value)]
+
+
+def _time_delta(days: Any, seconds: Any, microseconds: Any) -> datetime.timedelta:
+    return datetime.timedelta(days=_whole(days), seconds=_whole(seconds), microseconds=_whole(microseconds))
+
+
+_TIME_TAGS: dict[str, Callable[..., Any]] = {
+    "DT": lambda text: datetime.datetime.fromisoformat(str(text)),
+    "DA": lambda text: datetime.date.fromisoformat(str(text)),
+    "TD": _time_delta,
+    "DE": lambda text: decimal.Decimal(str(text)),
+}
+
+
+def _path(cls: type) -> str:
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def _in_fleetlab(cls: type) -> bool:
+    return cls.__module__ == "fleetlab" or cls.__module__.startswith("fleetlab.")
+
+
+def _library_enum(cls: type) -> bool:
+    return issubclass(cls, enum.Enum) and _in_fleetlab(cls)
+
+
+def _library_value(cls: Any) -> bool:
+    """A frozen dataclass of fleetlab's: a value, rebuilt on the other side by its own constructor."""
+    return (isinstance(cls, type) and dataclasses.is_dataclass(cls) and _in_fleetlab(cls)
+            and cls.__dataclass_params__.frozen)
+
+
+def _library_class(path: Any, base: type | None) -> Any:
+    """The class ``module:qualname`` of fleetlab's, from a module already imported (nothing is imported)."""
+    module_name, _, qualname = str(path).partition(":")
+    module = sys.modules.get(module_name)
+    value: Any = module
+    for part in qualname.split("."):
+        value = getattr(value, part, None) if not part.startswith("_") else None
+    if module is None or not isinstance(value, type) or not _in_fleetlab(value) or (
+            base is not None and not issubclass(value, base)):
+        raise RemoteFailed(f"{path} is not a class of fleetlab's that travels by value")
+    return value
+
+
+def _exception_of(module: str, qualname: str, args: list[Any], message: str) -> BaseException:
+    """An exception of the class ``module.qualname`` (with these ``args``) when it is a builtin one or one of
+    ``_LIBRARIES``, else a RemoteError of that name; one that stops a process (SystemExit) is always a RemoteError."""
+    cls = _exception_class(module, qualname)
+    if issubclass(cls, RemoteError):
+        return cls(message)
+    error = cls.__new__(cls, *args)  # its state is set below, as pickle does: no constructor of its runs
+    error.args = tuple(args)
+    return error
+
+
+def _exception_class(module: str, qualname: str) -> type[BaseException]:
+    """The exception class ``module.qualname`` when it may be rebuilt here, else a RemoteError class so named."""
+    cls = _rebuildable_exception(module, qualname)
+    if cls is not None:
+        return cls
+    name = qualname.rpartition(".")[2] or "Exception"
+    kind = _remote_error_classes.get((module, name))
+    if kind is None:
+        kind = type(name if name.isidentifier() else "RemoteError", (RemoteError,),
+                    {"__module__": module, "__qualname__": name})
+        _remote_error_classes[(module, name)] = kind
+    return kind
+
+
+def _base_container(value: Any) -> Any:
+    for base in (dict, list, tuple, frozenset, set):
+        if isinstance(value, base):
+            return base(value)
+    raise TypeError(type(value).__name__)
+
+
+def _plain_number(value: Any) -> int | float | None:
+    """A number of another type (numpy's) as Python's own int or float, or None when it is neither."""
+    try:
+        if isinstance(value, numbers.Integral):
+            return int(value)
+        if isinstance(value, numbers.Real):
+            return float(value)
+    except Exception:  # a number whose conversion fails travels as a proxy
+        return None
+    return None
+
+
+_remote_error_classes: dict[tuple[str, str], type[RemoteError]] = {}
+
+
+def _rebuildable_exception(module: str, qualname: str) -> type[Exception] | None:
+    if module == "builtins":
+        found = getattr(builtins, qualname, None)
+    elif module.startswith(_LIBRARIES) or module == "fleetlab":
+        found = sys.modules.get(module)
+        for part in qualname.split("."):
+            found = getattr(found, part, None)
+    else:
+        return None
+    if isinstance(found, type) and issubclass(found, Exception) and not issubclass(found, ClientError):
+        return found
+    return None
+
+
+def _special_methods(cls: type) -> list[str]:
+    return [name for name in SPECIAL_METHODS
+            if getattr(cls, name, None) is not None and getattr(cls, name, None) is not getattr(object, name, None)]
+
+
+def _is_client(value: Any) -> bool:
+    """A boto3 client, or a harness's stand-in for one (its ``meta`` is a client's)."""
+    from botocore.client import ClientMeta
+
+    try:
+        return isinstance(getattr(value, "meta", None), ClientMeta)
+    except Exception:  # an object whose attribute lookup fails is no client
+        return False
+
+
+# --- proxies ----------------------------------------------------------------------------------------------------
+
+
+class Proxy:
+    """Stands for an object in the other process: its public attributes and calls go there."""
+
+    __slots__ = ("_fleetlab_peer", "_fleetlab_id", "_fleetlab_name", "__weakref__")
+
+    def __init__(self, peer: Peer, their_id: int, qualname: str = "") -> None:
+        object.__setattr__(self, "_fleetlab_peer", peer)
+        object.__setattr__(self, "_fleetlab_id", their_id)
+        object.__setattr__(self, "_fleetlab_name", qualname)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("__qualname__", "__name__") and self._fleetlab_name:
+            return self._fleetlab_name if name == "__qualname__" else self._fleetlab_name.rpartition(".")[2]
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return self._fleetlab_peer.request("getattr", self._fleetlab_id, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        self._fleetlab_peer.request("setattr", self._fleetlab_id, name, value)
+
+
+def _forwarding(name: str) -> Callable[..., Any]:
+    def forward(self: Proxy, *args: Any) -> Any:
+        return self._fleetlab_peer.request("method", self._fleetlab_id, name, list(args), {})
+
+    forward.__name__ = name
+    return forward
+
+
+def _calling(self: Proxy, *args: Any, **kwargs: Any) -> Any:
+    return self._fleetlab_peer.request("call", self._fleetlab_id, list(args), kwargs)
+
+
+_proxy_classes: dict[tuple[str, tuple[str, ...], bool], type[Proxy]] = {}
+
+
+def _proxy_class(type_name: str, special: tuple[str, ...], is_callable: bool) -> type[Proxy]:
+    key = (type_name, special, is_callable)
+    cls = _proxy_classes.get(key)
+    if cls is None:
+        members: dict[str, Any] = {name: _forwarding(name) for name in special if name in SPECIAL_METHODS}
+        if "__eq__" in members:
+            members["__hash__"] = lambda self: hash((self._fleetlab_peer.name, self._fleetlab_id))
+        if is_callable:
+            members["__call__"] = _calling
+        members["__slots__"] = ()
+        cls = type(type_name if type_name.isidentifier() else "Remote", (Proxy,), members)
+        _proxy_classes[key] = cls
+    return cls
+
+
+_session_lock = threading.Lock()
+_session: Any = None
+
+
+def _answering_client(service: str, region: str, answer: Callable[[str, dict[str, Any]], Any]) -> Any:
+    """A real botocore client of ``service`` whose every API call is ``answer(operation, params)``: it validates
+    nothing itself and reaches no endpoint, and raises the service's modelled exceptions for what comes back."""
+    global _session
+    import botocore.session
+
+    with _session_lock:
+        if _session is None:
+            _session = botocore.session.get_session()
+        client = _session.create_client(service, region_name=region or "us-east-1",
+                                        endpoint_url="http://fleetlab-judge.invalid",
+                                        aws_access_key_id="graded", aws_secret_access_key="graded")
+
+    def make_api_call(operation: str, params: dict[str, Any]) -> Any:
+        try:
+            return answer(operation, params)
+        except ClientError as error:
+            code = error.response.get("Error", {}).get("Code", "")
+            modelled = client.exceptions.from_code(code)
+            if modelled is type(error):
+                raise
+            raise modelled(error.response, error.operation_name) from None
+
+    client._make_api_call = make_api_call
+    return client
+
+
+def warm_clients(services: list[str]) -> None:
+    """Load each service's model into the shared botocore session now (a process forked later starts with it)."""
+    for service in services:
+        _answering_client(service, "us-east-1", lambda *_: {})
