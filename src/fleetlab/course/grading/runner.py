@@ -14,10 +14,11 @@ A check's ``timeout`` is measured on the code, not on the backend's waits
 wait on the clock or on the backend is not counted, up to ``WAIT_CAP`` real
 seconds per check. When those waits run out, the diagnosis says the backend
 was too slow, unless the learner's own code was the one waiting. Nor is the
-time a case's thread waited for a CPU on a busy machine (``runqueue``); a
-check whose cases ran ``BUSY_FACTOR`` times their ``timeout`` without using
-it up was starved by the machine: it runs once more, and if the machine is
-still too busy the case is "not judged" (an error, never the learner's fail).
+time a case's thread, or the process running the answer, waited for a CPU on
+a busy machine (``runqueue``); a check whose cases ran ``BUSY_FACTOR`` times
+their ``timeout`` without using it up was starved by the machine: it runs
+once more, and if the machine is still too busy the case is "not judged" (an
+error, never the learner's fail).
 
 A check's backend is opened only when a case asks for it: the running lab's
 backend when a lab runs in this kernel, else one opened for the check and
@@ -41,7 +42,7 @@ from fleetlab.core.clock import CANCEL_GRACE, WAIT_SLICE, raise_in_thread
 from fleetlab.core.runqueue import RunQueueMeter
 from fleetlab.core.waits import WaitMeter
 from fleetlab.course.grading import learner
-from fleetlab.course.grading.remote import ENDED, RemoteFailed
+from fleetlab.course.grading.remote import ENDED, RemoteFailed, process_of
 from fleetlab.course.grading.registry import Case, CaseOutcome, Check
 from fleetlab.course.grading.results import CaseResult, CheckResult, CheckStatus, conclude, not_yet, refused
 
@@ -333,15 +334,20 @@ def _call_with_deadline(fn: Any, args: tuple, budget: Budget, *, stop_actors: An
     """
     box: dict[str, Any] = {}
     meter = budget.meter
+    answer_process = process_of(args[0]) if args else None  # where the answer runs, when not in this process
 
     def target() -> None:
         meter.join()
         budget.starved.watch()
+        if answer_process is not None:
+            budget.starved.watch_process(answer_process)
         try:
             box["value"] = fn(*args)
         except BaseException as exc:  # the learner's code may raise anything, even SystemExit
             box["error"] = exc
         finally:
+            if answer_process is not None:
+                budget.starved.unwatch_process(answer_process)
             budget.starved.unwatch()
             meter.leave()
 

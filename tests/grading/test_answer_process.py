@@ -1,0 +1,218 @@
+"""The learner's answer runs in a process of its own; the judge sees data and proxies, never its code.
+
+Each test hands an answer (defined here, so it travels by value as a
+notebook's function does) to an ``AnswerHost`` and calls it from this
+process, the way a harness calls it in the judge.
+"""
+
+from __future__ import annotations
+
+import base64
+import collections
+import ctypes
+import datetime
+import decimal
+import io
+import os
+import pickle
+
+import cloudpickle
+import pytest
+
+from fleetlab.core.errors import StepFailed
+from fleetlab.core.virtualclock import VirtualClock
+from fleetlab.course.grading import registry, run_check
+from fleetlab.course.grading.answerhost import AnswerHost
+from fleetlab.course.grading.judge import keep_memory_private
+from fleetlab.course.grading.remote import RemoteError, RemoteFailed, _DataOnly
+from fleetlab.course.grading.results import CheckStatus
+
+
+
+@pytest.fixture(scope="module")
+def host():
+    with AnswerHost() as answers:
+        yield answers
+
+
+def loaded(host, answer, check_id="99.any"):
+    result = host.load(check_id, base64.b64encode(cloudpickle.dumps(answer)).decode("ascii"))
+    assert result.kind == "ok", result.detail
+    return result.value
+
+
+def test_the_answer_runs_in_another_process_with_no_file_of_the_judges_open(host):
+    def where():
+        return os.getpid(), sorted(int(fd) for fd in os.listdir("/proc/self/fd")), os.getcwd()
+
+    pid, fds, folder = loaded(host, where)()
+    assert pid != os.getpid() and pid == host.pid
+    assert len(fds) <= 5  # stdin, stdout, stderr, its socket, and the listing's own descriptor
+    assert "fleetlab-answer-" in folder and folder != os.getcwd()
+
+
+def test_plain_values_travel_by_value_and_other_numbers_and_containers_as_pythons_own(host):
+    def values():
+        import numpy
+
+        return {"list": [1, 2.5, "x", b"y", None, True], "tuple": (1, (2, 3)), "set": {1, 2},
+                "when": datetime.datetime(2026, 12, 3, 9, 30), "money": decimal.Decimal("0.10"),
+                "counter": collections.Counter("aab"), "float64": numpy.float64(1.5), "int64": numpy.int64(7),
+                "point": collections.namedtuple("Point", "x y")(1, 2)}
+
+    got = loaded(host, values)()
+    assert got == {"list": [1, 2.5, "x", b"y", None, True], "tuple": (1, (2, 3)), "set": {1, 2},
+                   "when": datetime.datetime(2026, 12, 3, 9, 30), "money": decimal.Decimal("0.10"),
+                   "counter": {"a": 2, "b": 1}, "float64": 1.5, "int64": 7, "point": (1, 2)}
+    assert type(got["counter"]) is dict and type(got["float64"]) is float and type(got["point"]) is tuple
+
+
+def test_an_object_of_the_learners_stays_there_and_is_reached_through_a_proxy(host):
+    def make():
+        class Heartbeat:
+            def __init__(self):
+                self.beats = 0
+
+            def __enter__(self):
+                self.beats += 1
+                return self
+
+            def __exit__(self, *error):
+                return None
+
+        return Heartbeat()
+
+    beat = loaded(host, make)()
+    assert type(beat).__name__ == "Heartbeat" and hasattr(beat, "__enter__") and not hasattr(beat, "__len__")
+    with beat:
+        pass
+    assert beat.beats == 1
+
+
+def test_a_list_or_dict_lent_to_the_answer_comes_back_changed(host):
+    def remember(done, seen):
+        done["alert-1"] = "ticket-1"
+        seen.append("alert-1")
+
+    done, seen = {}, []
+    loaded(host, remember)(done, seen)
+    assert done == {"alert-1": "ticket-1"} and seen == ["alert-1"]
+
+
+def test_the_answer_reaches_only_public_names_of_the_graders_objects_and_sets_none(host):
+    class Journal:
+        def __init__(self):
+            self.entries = []
+            self._verdict = "fail"
+
+    def tamper(journal):
+        outcome = []
+        for attempt in (lambda: journal._verdict, lambda: setattr(journal, "entries", ["forged"]),
+                        lambda: journal.__dict__):
+            try:
+                attempt()
+                outcome.append("reached")
+            except AttributeError as refused:
+                outcome.append(str(refused))
+        return outcome
+
+    journal = Journal()
+    said = loaded(host, tamper)(journal)
+    assert said[0].startswith("'_verdict' is private to the grader's object")
+    assert said[1].startswith("cannot set 'entries': the grader's objects are read-only to your code")
+    assert said[2] == "__dict__"
+    assert journal.entries == [] and journal._verdict == "fail"
+
+
+def test_an_exception_of_the_learners_keeps_its_name_message_and_line(host):
+    def broken(x):
+        class TooLate(Exception):
+            pass
+
+        raise TooLate(f"{x} is too late")
+
+    with pytest.raises(RemoteError, match="5 is too late") as raised:
+        loaded(host, broken)(5)
+    assert type(raised.value).__name__ == "TooLate"
+    frames = vars(raised.value)["__fleetlab_remote_frames__"]
+    assert frames[-1].name == "broken" and frames[-1].filename == __file__
+
+
+def test_system_exit_in_the_answer_never_ends_the_judge(host):
+    def leaves():
+        raise SystemExit(0)
+
+    with pytest.raises(RemoteError) as raised:
+        loaded(host, leaves)()
+    assert type(raised.value).__name__ == "SystemExit" and not isinstance(raised.value, SystemExit)
+
+
+def test_an_exception_of_the_graders_let_through_comes_back_as_the_same_object(host):
+    def lets_through(step):
+        try:
+            step()
+        except StepFailed as failed:
+            raise failed
+
+    failure = StepFailed("ToolOutputUnparseable", "the tool output is unparseable")
+
+    def step():
+        raise failure
+
+    with pytest.raises(StepFailed) as raised:
+        loaded(host, lets_through)(step)
+    assert raised.value is failure
+
+
+def test_a_timer_the_answer_drops_is_released_in_the_judge_once_both_sides_settle(host):
+    def drops(clock):
+        clock.every(60, lambda: None).__enter__()  # started, never stopped, dropped at once
+
+    clock = VirtualClock()
+    try:
+        with pytest.warns(ResourceWarning, match="dropped while still running"):
+            loaded(host, drops)(clock)
+            host.settle()
+    finally:
+        clock.close()
+
+
+def test_a_pickle_naming_any_class_or_function_is_refused_unread(tmp_path):
+    class Evil:
+        def __reduce__(self):
+            return (os.mkdir, (str(tmp_path / "made"),))
+
+    with pytest.raises(pickle.UnpicklingError, match="posix.mkdir is not data"):
+        _DataOnly(io.BytesIO(pickle.dumps(["req", Evil()]))).load()
+    assert not (tmp_path / "made").exists()
+
+
+def test_a_case_past_its_deadline_stops_the_answers_process_and_the_next_answer_gets_a_fresh_one(fixture_lab):
+    def spins(p95_seconds):
+        while True:
+            pass
+
+    with AnswerHost() as host:
+        looping = loaded(host, spins, "99.visibility")
+        first = host.pid
+        result = run_check(registry.get_check("99.visibility"), looping)
+        assert result.status == CheckStatus.FAIL and "timed out" in result.cases[0].diagnosis
+        assert loaded(host, lambda p95: 60, "99.visibility")(1) == 60 and host.pid != first
+        with pytest.raises(RemoteFailed):
+            looping(1)
+
+
+def test_an_answer_process_that_was_killed_fails_the_calls_waiting_on_it(host):
+    def dies():
+        os.kill(os.getpid(), 9)
+
+    with pytest.raises(RemoteFailed, match="it exited or was killed"):
+        loaded(host, dies)()
+
+
+def test_the_judge_keeps_its_memory_from_other_processes_of_its_user():
+    pid = os.fork()
+    if pid == 0:  # in a child: the test process itself stays as it was
+        made = keep_memory_private()
+        os._exit(0 if made and ctypes.CDLL(None).prctl(3, 0, 0, 0, 0) == 0 else 1)  # PR_GET_DUMPABLE
+    assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
