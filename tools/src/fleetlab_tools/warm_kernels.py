@@ -25,6 +25,7 @@ that a preloaded module reads at import (``IMPORT_TIME_VARIABLES``).
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib
 import json
 import os
@@ -169,6 +170,7 @@ def serve(socket_path: str) -> None:
         importlib.import_module(name)
     os.environ.clear()
     os.environ.update(template_env)
+    gc.freeze()  # a kernel's collector never walks (so never copies the pages of) what the template imported
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # forked kernels are reaped by the system
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(socket_path)

@@ -213,6 +213,9 @@ def _rebuilt_answer(check_id: str, pickled: str, refuse_borrowed: bool) -> tuple
 
 
 if __name__ == "__main__":  # a zygote of its own, for an AnswerHost made where threads run
+    import gc
+
     import cloudpickle  # noqa: F401  # every answer process forked from here starts with it imported
 
+    gc.freeze()  # an answer process's collector never walks (so never copies) what the zygote imported
     _run_zygote(socket.socket(fileno=int(sys.argv[1])))

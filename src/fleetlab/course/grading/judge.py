@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import gc
 import importlib
 import importlib.abc
 import json
@@ -49,6 +50,7 @@ from typing import Any, BinaryIO, TextIO
 from fleetlab.course.grading import handover, learner, registry
 from fleetlab.course.grading.answerhost import AnswerHost
 from fleetlab.course.grading.registry import Case, Check
+from fleetlab.course.grading.remote import warm_clients
 from fleetlab.course.grading.results import CaseResult, CheckResult, CheckStatus, not_yet, refused
 from fleetlab.course.grading.runner import CheckBackend, run_check
 from fleetlab.course.grading.session import refused_borrowed
@@ -177,7 +179,7 @@ takes seconds), so the server makes it once and every judge it forks starts with
 def preload() -> None:
     """Import what every judge needs once, in the server: the runner, boto3, moto and its emulation of each
     service, jsonschema (the envelopes' validator imports it on first use) and every shipped check. Leaves no
-    backend open and no thread running."""
+    backend open and no thread running, and what it made frozen out of the collector's reach (``gc.freeze``)."""
     import cloudpickle  # noqa: F401
     import jsonschema  # noqa: F401  # with its format extras, about 2 s of CPU each judge would pay again
 
@@ -191,6 +193,8 @@ def preload() -> None:
             getattr(backend.client(service), call)()
     finally:
         backend.close()
+    warm_clients(list(WARM_CALLS))  # the answer processes' clients of each service, built from loaded models
+    gc.freeze()  # a forked judge's collector never walks the server's objects, so it never copies their pages
 
 
 def serve(requests: BinaryIO, replies: BinaryIO) -> None:

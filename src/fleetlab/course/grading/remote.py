@@ -7,7 +7,7 @@ fleetlab's frozen dataclasses and enums, exceptions) travel by value; any
 other object stays where it lives and the other side gets a proxy whose
 calls, attribute reads and special methods (``with``, iteration, ``len``)
 come back to it. A boto3 client travels as a real client of the same
-service whose API calls come back to the original (``Peer.api``), so the
+service whose API calls come back to the original (operation "api"), so the
 learner's code catches boto3's own exceptions and pages with its paginators.
 
 A message is pickled with no globals at all: ``loads`` refuses every class
@@ -182,12 +182,9 @@ class Peer:
             gc.collect()
             mine = self._drain_released()
             theirs = self.request("collect", mine)
-            self._forget(theirs, collected=True)
+            self._forget(theirs)
             if not mine and not theirs and not self._released:
                 return
-
-    def api(self, client_id: int, operation: str, params: dict[str, Any]) -> Any:
-        return self.request("api", client_id, operation, params)
 
     # --- the reader and the waiting threads
 
@@ -250,12 +247,22 @@ class Peer:
                     self._break("a call was abandoned while it ran here")
                     raise
                 ok, value = False, exc
-            reply = ("rep", chain, ok, [self._encode(value), self._give_back(self._local.borrowed)])
+            reply = ("rep", chain, ok, self._reply_payload(value, ok))
         finally:
             self._local.chain, self._local.borrowed = previous, borrowed
             if previous is None:  # before the reply: the chain's next call may come as soon as it is sent
                 self._inboxes.pop(chain, None)
         self._send(reply)
+
+    def _reply_payload(self, value: Any, ok: bool) -> list[Any]:
+        """A reply's value and the lent containers it gives back; a value that cannot be sent becomes the error
+        saying so (a caller never waits on a reply that failed to leave)."""
+        try:
+            return [self._encode(value), self._give_back(self._local.borrowed)]
+        except Exception as exc:
+            what = "returned" if ok else "raised"
+            return [self._encode(ValueError(f"your code {what} something that cannot be sent to the grader ({exc})")),
+                    []]
 
     # --- containers lent for a call: the callee's changes come back with its reply
 
@@ -331,7 +338,7 @@ class Peer:
         return getattr(client, methods[operation])(**params)
 
     def _collect(self, released: list[list[int]]) -> list[tuple[int, int]]:
-        self._forget(released, collected=True)
+        self._forget(released)
         gc.collect()
         return self._drain_released()
 
@@ -393,7 +400,7 @@ class Peer:
             self._objects[object_id][1] += 1
             return object_id
 
-    def _forget(self, released: Any, *, collected: bool = False) -> None:
+    def _forget(self, released: Any) -> None:
         """Drop what the other side released: ``[(id, copies), ...]`` (ignored when not that shape)."""
         if not isinstance(released, (list, tuple)):
             return
@@ -420,14 +427,9 @@ class Peer:
             drained.append(self._released.popleft())
         return drained
 
-    def _release(self, their_id: int, copies: int | None = None) -> None:
-        """A proxy (every copy received) or a rebuilt exception (one) was collected: tell the other side."""
-        held = self._received.get(their_id, 0)
-        copies = held if copies is None else min(copies, held)
-        if held - copies > 0:
-            self._received[their_id] = held - copies
-        else:
-            self._received.pop(their_id, None)
+    def _release(self, their_id: int) -> None:
+        """A proxy was collected: tell the other side how many copies of its object this side received."""
+        copies = self._received.pop(their_id, 0)
         if copies and not self.broken:
             self._released.append((their_id, copies))
 
@@ -590,7 +592,7 @@ class Peer:
         existing = self._proxies.get(their_id)
         if existing is not None:
             return existing
-        client = _answering_client(service, region, lambda operation, params: self.api(their_id, operation, params))
+        client = _answering_client(service, region, lambda operation, params: self.request("api", their_id, operation, params))
         self._proxies[their_id] = client
         with _origins_lock:
             _origins[id(client)] = (self._token, their_id,
