@@ -7,8 +7,10 @@ judge; each test reads one notebook's row.
 
 What the answers earn is what reaches the judge: a kernel whose own hooks
 stop or kill the hand-in cell hands in nothing and earns nothing (the kernel
-is the learner's; no tampering there can earn a point), while an answer that
-exits or kills its process in the judge costs only its own check.
+is the learner's; no tampering there can earn a point), while an answer runs
+in a process of its own: one that exits, kills its process, changes the
+grader's code there or forges a verdict and kills the judge costs only its
+own check.
 """
 
 from __future__ import annotations
@@ -41,6 +43,19 @@ def forged(check, *args, **kwargs):
     cases = [CaseResult(case.name, CheckStatus.PASS, "", hidden) for case, hidden in check.cases(include_hidden=False)]
     return CheckResult(check.id, check.title, CheckStatus.PASS, check.points, check.points, "", cases)
 '''
+
+FORGE_AND_KILL = """    import json, os, signal
+    forged = json.dumps({"check": "99.dedupe", "status": "pass", "diagnosis": "", "cases": []})
+    with open(f"/proc/{os.getppid()}/stat") as stat:  # the answer's parent forks answers; its parent judges
+        judge = int(stat.read().rsplit(")", 1)[1].split()[1])
+    folder = os.path.dirname(os.readlink(f"/proc/{judge}/cwd"))
+    for where, _, names in os.walk(folder):  # every file of the judge's folder gets a forged verdict
+        for name in names:
+            with open(os.path.join(where, name), "a") as written:
+                written.write("\\n" + forged + "\\n")
+    os.kill(judge, signal.SIGKILL)
+"""
+"""A wrong answer that writes a passing verdict for its check into every file the judge has, then kills the judge."""
 
 TAMPERINGS = {  # learner: (answers, tampering cell, (99.dedupe, 99.visibility), error)
     "replacesgrading": (WRONG, FORGED_PASS + '''
@@ -94,6 +109,8 @@ get_ipython().events.register("pre_run_cell", lambda info: os.kill(os.getpid(), 
     "changesjudge": ((RIGHT_VISIBILITY.replace("    return min", "    import fleetlab.course.grading.results as r\n"
                                                                  "    r.conclude = None\n    return min"), RIGHT_HANDLE),
                      "", (3, 2), ""),
+    "forgesverdict": ((RIGHT_VISIBILITY, WRONG_HANDLE.replace("    file_ticket", FORGE_AND_KILL + "    file_ticket")),
+                      "", (0, 2), ""),
     "instructor": ((RIGHT_VISIBILITY, RIGHT_HANDLE.replace("    alert_id", "    import fleetlab_instructor\n    alert_id", 1)),
                    "", (0, 2), ""),
     "unpicklable": ((RIGHT_VISIBILITY.replace("def ", "import threading\nlock = threading.Lock()\n\ndef ").replace(

@@ -153,11 +153,11 @@ def judge_answers(server: JudgeServer, folder: Path, checks: Sequence[Check], an
     it, within ``seconds`` in all.
     """
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / ANSWERS).write_bytes(answers)
     deadline = time.monotonic() + seconds
     verdicts = Verdicts()
     remaining = [check for check in checks]
     while remaining:
+        (folder / ANSWERS).write_bytes(answers)  # anew for each judge: a killed one's answer may have written there
         _write_request(folder, remaining)
         ended = server.run(folder, max(0.0, deadline - time.monotonic()))
         started = _read_results(ended.events, verdicts)
