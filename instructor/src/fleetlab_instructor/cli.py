@@ -104,6 +104,11 @@ def release(out: Path, course: Path, force: bool) -> int:
     return 0
 
 
+ROOT_WARNING = ("warning: grading as root. Learners' code runs as the grader's user, and root can reach any process, "
+                "the grader's own among them; run `fleetlab grade` as an ordinary user (docs/architecture.md"
+                "#where-an-answer-runs)")
+
+
 @click.command("grade", short_help="grade submitted notebooks into a gradebook CSV and feedback files",
                help=GRADE_HELP)
 @click.argument("paths", nargs=-1, required=True, type=PATH, metavar="PATH...",
@@ -130,6 +135,8 @@ def grade(paths: tuple[Path, ...], out: Path, feedback: Path | None, report: Pat
     from fleetlab_instructor.grading.submissions import find_submissions, shard_of
 
     feedback = feedback if feedback is not None else out.parent / "feedback"
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        Console(stderr=True).print(ROOT_WARNING, style="yellow", highlight=False, soft_wrap=True)
     submissions = shard_of(find_submissions(paths), shard)
     notebooks = [sub.path for sub in submissions]
     limits = Limits(cell=cell_timeout, notebook=notebook_timeout, grading=grading_timeout)
