@@ -65,10 +65,10 @@ def backend(request):
         lab.shutdown()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def answers():
-    """The processes the graded runs' answers are rebuilt and called in (the catalogues live in the instructor's
-    package, so taking an answer from there is not refused here)."""
+    """The processes the graded runs' answers are rebuilt and called in, one zygote per worker (the catalogues
+    live in the instructor's package, so taking an answer from there is not refused here)."""
     with AnswerHost(refuse_borrowed=False) as host:
         yield host
 

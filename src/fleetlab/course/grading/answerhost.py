@@ -215,7 +215,14 @@ def _rebuilt_answer(check_id: str, pickled: str, refuse_borrowed: bool) -> tuple
 if __name__ == "__main__":  # a zygote of its own, for an AnswerHost made where threads run
     import gc
 
-    import cloudpickle  # noqa: F401  # every answer process forked from here starts with it imported
+    import cloudpickle  # noqa: F401  # every answer process forked from here starts with these imported
 
+    import fleetlab  # noqa: F401
+    from fleetlab.course.grading import registry
+    from fleetlab.course.grading.remote import warm_clients
+
+    for lab in registry.shipped_labs():
+        registry.checks_of(lab)
+    warm_clients(["sqs", "dynamodb", "stepfunctions", "events"])
     gc.freeze()  # an answer process's collector never walks (so never copies) what the zygote imported
     _run_zygote(socket.socket(fileno=int(sys.argv[1])))

@@ -177,14 +177,15 @@ class Peer:
                 self._inboxes.pop(chain, None)
 
     def settle(self, rounds: int = 4) -> None:
-        """Collect garbage here and there until neither side has a proxy left to release (at most ``rounds``)."""
+        """Release what this side dropped, let the other side collect and release what that freed, and so on,
+        until neither has anything left to release (at most ``rounds``). Collect garbage here first when a
+        reference cycle may hold a proxy: this collects here only after the other side released something."""
         for _ in range(rounds):
-            gc.collect()
-            mine = self._drain_released()
-            theirs = self.request("collect", mine)
+            theirs = self.request("collect", self._drain_released())
             self._forget(theirs)
-            if not mine and not theirs and not self._released:
+            if not theirs and not self._released:
                 return
+            gc.collect()
 
     # --- the reader and the waiting threads
 
