@@ -67,8 +67,10 @@ class AnswerHost:
                 self._control.close()
                 _run_zygote(zygote_end)
         else:
+            path = os.pathsep.join(entry for entry in sys.path if entry)  # it imports what this process would
             self._spawned = subprocess.Popen([sys.executable, "-m", __name__, str(zygote_end.fileno())],
-                                             pass_fds=[zygote_end.fileno()], stdin=subprocess.DEVNULL)
+                                             pass_fds=[zygote_end.fileno()], stdin=subprocess.DEVNULL,
+                                             env={**os.environ, "PYTHONPATH": path})
             self._zygote = self._spawned.pid
         zygote_end.close()
         self._refuse_borrowed = refuse_borrowed
