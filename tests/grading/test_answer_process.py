@@ -24,7 +24,7 @@ from fleetlab.core.virtualclock import VirtualClock
 from fleetlab.course.grading import registry, run_check
 from fleetlab.course.grading.answerhost import AnswerHost
 from fleetlab.course.grading.judge import keep_memory_private
-from fleetlab.course.grading.remote import RemoteError, RemoteFailed, _DataOnly
+from fleetlab.course.grading.remote import RemoteError, RemoteFailed, _DataOnly, settle_everywhere
 from fleetlab.course.grading.results import CheckStatus
 
 
@@ -41,14 +41,37 @@ def loaded(host, answer, check_id="99.any"):
     return result.value
 
 
-def test_the_answer_runs_in_another_process_with_no_file_of_the_judges_open(host):
+def test_the_answer_runs_in_another_process_in_a_folder_of_its_own(host):
     def where():
-        return os.getpid(), sorted(int(fd) for fd in os.listdir("/proc/self/fd")), os.getcwd()
+        return os.getpid(), os.getcwd()
 
-    pid, fds, folder = loaded(host, where)()
+    pid, folder = loaded(host, where)()
     assert pid != os.getpid() and pid == host.pid
-    assert len(fds) <= 5  # stdin, stdout, stderr, its socket, and the listing's own descriptor
     assert "fleetlab-answer-" in folder and folder != os.getcwd()
+
+
+def test_an_answer_forked_from_a_judge_holds_none_of_the_judges_files():
+    def open_files():
+        seen = []
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                seen.append(os.readlink(f"/proc/self/fd/{fd}"))
+            except OSError:  # the listing's own descriptor, closed by now
+                pass
+        return seen
+
+    child = os.fork()
+    if child == 0:  # one thread here, as in a judge: the answers' zygote is a fork, as the judge's is
+        code = 1
+        try:
+            verdicts, _ = os.pipe()  # stands for the pipe a judge writes its verdicts to
+            pipe = os.readlink(f"/proc/self/fd/{verdicts}")
+            with AnswerHost() as host:
+                seen = loaded(host, open_files)()
+                code = 0 if host._spawned is None and pipe not in seen and seen else 2
+        finally:
+            os._exit(code)
+    assert os.waitstatus_to_exitcode(os.waitpid(child, 0)[1]) == 0
 
 
 def test_plain_values_travel_by_value_and_other_numbers_and_containers_as_pythons_own(host):
@@ -172,7 +195,7 @@ def test_a_timer_the_answer_drops_is_released_in_the_judge_once_both_sides_settl
     try:
         with pytest.warns(ResourceWarning, match="dropped while still running"):
             loaded(host, drops)(clock)
-            host.settle()
+            settle_everywhere()
     finally:
         clock.close()
 
@@ -216,3 +239,21 @@ def test_the_judge_keeps_its_memory_from_other_processes_of_its_user():
         made = keep_memory_private()
         os._exit(0 if made and ctypes.CDLL(None).prctl(3, 0, 0, 0, 0) == 0 else 1)  # PR_GET_DUMPABLE
     assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+
+
+def test_a_client_arrives_as_a_real_client_and_a_modelled_error_let_through_is_the_graders_own(host):
+    import boto3
+    from moto import mock_aws
+
+    def looks_up(sqs):
+        try:
+            return sqs.get_queue_url(QueueName="fl-missing")["QueueUrl"]
+        except sqs.exceptions.QueueDoesNotExist:  # boto3's modelled exception, raised by the answer's client
+            raise
+        except Exception as other:
+            return f"not caught as QueueDoesNotExist: {type(other).__name__}"
+
+    with mock_aws():
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        with pytest.raises(sqs.exceptions.QueueDoesNotExist):  # the harness's client's class: its own error
+            loaded(host, looks_up)(sqs)

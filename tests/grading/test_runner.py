@@ -405,3 +405,13 @@ def test_a_right_answer_passes_on_a_machine_that_five_busy_processes_load():
             burner.kill()
             burner.wait()
     assert result.status == CheckStatus.PASS, result.diagnosis
+
+
+def test_a_watched_process_counts_each_threads_wait_from_the_watch_and_a_new_threads_whole_wait(monkeypatch):
+    waits = iter([{1: 1.0, 2: 2.0}, {1: 1.5, 3: 0.25}, {1: 1.5, 3: 0.25}])
+    monkeypatch.setattr(runqueue, "process_runqueue", lambda pid: next(waits))
+    meter = runqueue.RunQueueMeter()
+    meter.watch_process(4242)
+    assert meter.seconds() == 0.75  # thread 1 waited 0.5 s since, thread 3 was born after: all its 0.25 s
+    meter.unwatch_process(4242)
+    assert meter.seconds() == 0.75  # kept, and the process no longer read

@@ -5,9 +5,10 @@ could run spends much of its time on the run queue, waiting for a core.
 Linux counts that time per thread (``/proc/<pid>/task/<tid>/schedstat``,
 its second field, in nanoseconds); ``RunQueueMeter`` adds it up for the
 threads it watches, and for every thread of a process it watches (the one
-that runs a learner's answer, for the judge), so the runner can take it off a case's time and judge the
-learner's code by what it did, not by how busy the machine was. Where the
-kernel does not count it (not Linux), the meter reads 0 and nothing changes.
+that runs a learner's answer, for the judge), so the runner can take it off
+a case's time and judge the learner's code by what it did, not by how busy
+the machine was. Where the kernel does not count it (not Linux), the meter
+reads 0 and nothing changes.
 """
 
 from __future__ import annotations

@@ -95,13 +95,6 @@ class AnswerHost:
             return Loaded("unbuildable", detail="the process that rebuilt your answer answered out of turn")
         return Loaded(reply[0], reply[1] if reply[0] == "ok" else None, str(reply[2]))
 
-    def settle(self) -> None:
-        """Collect what both sides no longer use (``Peer.settle``); nothing when no answer process runs."""
-        peer = self._peer
-        if peer is not None and not peer.broken:
-            with contextlib.suppress(RemoteFailed):
-                peer.settle()
-
     def close(self) -> None:
         """Stop the answer process and the zygote. Idempotent."""
         self._stop_answers()
@@ -219,12 +212,12 @@ if __name__ == "__main__":  # a zygote of its own, for an AnswerHost made where 
 
     import cloudpickle  # noqa: F401  # every answer process forked from here starts with these imported
 
-    import fleetlab  # noqa: F401
     from fleetlab.course.grading import registry
+    from fleetlab.course.grading.judge import WARM_CALLS
     from fleetlab.course.grading.remote import warm_clients
 
     for lab in registry.shipped_labs():
         registry.checks_of(lab)
-    warm_clients(["sqs", "dynamodb", "stepfunctions", "events"])
+    warm_clients(list(WARM_CALLS))
     gc.freeze()  # an answer process's collector never walks (so never copies) what the zygote imported
     _run_zygote(socket.socket(fileno=int(sys.argv[1])))

@@ -59,7 +59,6 @@ REQUEST = "request.json"
 ANSWERS = "answers.json"
 HOME = "home"
 """The child's home and working folder, inside the request's folder."""
-GRADING_PACKAGE = "fleetlab.course.grading"
 
 
 class InstructorRefused(importlib.abc.MetaPathFinder):

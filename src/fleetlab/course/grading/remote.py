@@ -12,12 +12,13 @@ learner's code catches boto3's own exceptions and pages with its paginators.
 
 A message is pickled with no globals at all: ``loads`` refuses every class
 and function (``_DataOnly``), so reading what the learner's process sent
-runs none of its code. The side that holds the verdict reads with
-``trusted=False``: only fleetlab's frozen dataclasses and enums, builtin
-exceptions and fleetlab's and botocore's exception classes are rebuilt,
-by their constructors; an exception of any other class becomes a
-``RemoteError`` of the same name, and a proxy reaches only public
-attributes of what it stands for and can set none.
+runs none of its code. Only fleetlab's frozen dataclasses (by their
+constructors), named tuples and enums are rebuilt as themselves, and
+exceptions of Python's, fleetlab's, botocore's and Powertools' classes
+(their state set as pickle sets it, no constructor run); an exception of
+any other class becomes a ``RemoteError`` of the same name. The side that
+holds the verdict reads with ``trusted=False``: a proxy of its objects
+reaches only their public attributes and can set none.
 
 Every call is part of a *chain*: the thread that starts it, and every call
 made back while it waits, nested as on one stack. A call that comes back is
@@ -454,14 +455,14 @@ class Peer:
         if kind in (datetime.datetime, datetime.date, datetime.timedelta, decimal.Decimal):
             return _encode_time_or_decimal(value)
         if isinstance(value, tuple) and hasattr(kind, "_fields") and _in_fleetlab(kind):
-            return ["NT", _path(kind), *(self._encode(item, depth + 1) for item in value)]
+            return ["NT", _path(kind), *(self._encode(item, down) for item in value)]
         if isinstance(value, (list, tuple, dict, set, frozenset)) and not _library_value(kind):
             return self._encode(_base_container(value), depth)  # a Counter as a dict, a namedtuple as a tuple
         if kind is types.TracebackType:
             return None  # a traceback stays where it was made (an __exit__ gets None for it)
         if isinstance(value, type) and issubclass(value, BaseException):
             return ["EC", value.__module__, value.__qualname__]
-        origin = _origin(value, self._token)
+        origin = self._origin(value)
         if origin is not None:
             return ["B", origin]
         if isinstance(value, numbers.Number) and not isinstance(value, (enum.Enum, decimal.Decimal)):
@@ -566,40 +567,43 @@ class Peer:
         error.__dict__[learner.REMOTE_STUB] = bool(stub)
         return self._mark(error, _whole(object_id))
 
-    def _mark(self, error: BaseException, their_id: int) -> BaseException:
-        """Remember that ``error`` is the other side's exception ``their_id`` (raised back, it is theirs again;
-        the other side keeps an exception it sent for as long as the connection lasts)."""
-        error.__dict__[ORIGIN] = (self._token, their_id)
-        return error
+    def _mark(self, value: Any, their_id: int) -> Any:
+        """Remember that ``value`` stands for the other side's object ``their_id``: sent back, it is theirs again
+        (the other side keeps an exception it sent for as long as the connection lasts)."""
+        value.__dict__[ORIGIN] = (self._token, their_id)
+        return value
 
-    def _count_received(self, their_id: int) -> None:
-        self._received[their_id] = self._received.get(their_id, 0) + 1
+    def _origin(self, value: Any) -> int | None:
+        """The other side's id for ``value`` when it stands for an object of theirs (a proxy, a client or an
+        exception this peer made), else None."""
+        if isinstance(value, Proxy):
+            return value._fleetlab_id if value._fleetlab_peer is self else None
+        mark = getattr(value, "__dict__", {}).get(ORIGIN)
+        return mark[1] if isinstance(mark, tuple) and mark[0] == self._token else None
 
     def _proxy(self, their_id: int, type_name: str, special: tuple[str, ...], is_callable: bool,
                qualname: str) -> Any:
-        self._count_received(their_id)
-        existing = self._proxies.get(their_id)
-        if existing is not None:
-            return existing
-        proxy = _proxy_class(type_name, special, is_callable)(self, their_id, qualname)
-        self._proxies[their_id] = proxy
-        with _origins_lock:
-            _origins[id(proxy)] = (self._token, their_id, weakref.ref(proxy, lambda _, key=id(proxy): _unorigin(key)))
-        weakref.finalize(proxy, self._release, their_id)
-        return proxy
+        return self._stand_in(their_id, lambda: _proxy_class(type_name, special, is_callable)(self, their_id, qualname))
 
     def _client(self, their_id: int, service: str, region: str) -> Any:
-        self._count_received(their_id)
+        def make() -> Any:
+            client = _answering_client(service, region,
+                                       lambda operation, params: self.request("api", their_id, operation, params))
+            return self._mark(client, their_id)
+
+        return self._stand_in(their_id, make)
+
+    def _stand_in(self, their_id: int, make: Callable[[], Any]) -> Any:
+        """The one object here that stands for the other side's ``their_id`` (made now if there is none); when
+        it is collected, the other side is told every copy this side received."""
+        self._received[their_id] = self._received.get(their_id, 0) + 1
         existing = self._proxies.get(their_id)
         if existing is not None:
             return existing
-        client = _answering_client(service, region, lambda operation, params: self.request("api", their_id, operation, params))
-        self._proxies[their_id] = client
-        with _origins_lock:
-            _origins[id(client)] = (self._token, their_id,
-                                    weakref.ref(client, lambda _, key=id(client): _unorigin(key)))
-        weakref.finalize(client, self._release, their_id)
-        return client
+        made = make()
+        self._proxies[their_id] = made
+        weakref.finalize(made, self._release, their_id)
+        return made
 
 
 _answering_peers: weakref.WeakSet[Peer] = weakref.WeakSet()
@@ -620,29 +624,9 @@ def process_of(value: Any) -> int | None:
 
 
 _object_ids = itertools.count(1)
-_origins: dict[int, tuple[int, int, Any]] = {}
-_origins_lock = threading.Lock()
-
 
 ORIGIN = "__fleetlab_origin__"
-"""Set on an exception rebuilt from the other side: ``(peer token, its id there)``."""
-
-
-def _origin(value: Any, token: int) -> int | None:
-    """The other side's id for ``value`` when it is a proxy (or a rebuilt exception) from the peer ``token``."""
-    if isinstance(value, BaseException):
-        mark = vars(value).get(ORIGIN)
-        return mark[1] if isinstance(mark, tuple) and mark[0] == token else None
-    with _origins_lock:
-        entry = _origins.get(id(value))
-    if entry is None or entry[0] != token or entry[2]() is not value:
-        return None
-    return entry[1]
-
-
-def _unorigin(key: int) -> None:
-    with _origins_lock:
-        _origins.pop(key, None)
+"""Set on a client or an exception that stands for the other side's object: ``(peer token, its id there)``."""
 
 
 def _whole(value: Any) -> int:
@@ -694,15 +678,19 @@ def _library_value(cls: Any) -> bool:
             and cls.__dataclass_params__.frozen)
 
 
+def _loaded_class(module: str, qualname: str) -> type | None:
+    """The class ``module.qualname`` from a module already imported (nothing is imported), else None."""
+    value: Any = builtins if module == "builtins" else sys.modules.get(module)
+    for part in qualname.split("."):
+        value = getattr(value, part, None)
+    return value if isinstance(value, type) else None
+
+
 def _library_class(path: Any, base: type | None) -> Any:
     """The class ``module:qualname`` of fleetlab's, from a module already imported (nothing is imported)."""
-    module_name, _, qualname = str(path).partition(":")
-    module = sys.modules.get(module_name)
-    value: Any = module
-    for part in qualname.split("."):
-        value = getattr(value, part, None) if not part.startswith("_") else None
-    if module is None or not isinstance(value, type) or not _in_fleetlab(value) or (
-            base is not None and not issubclass(value, base)):
+    module, _, qualname = str(path).partition(":")
+    value = _loaded_class(module, qualname)
+    if value is None or not _in_fleetlab(value) or (base is not None and not issubclass(value, base)):
         raise RemoteFailed(f"{path} is not a class of fleetlab's that travels by value")
     return value
 
@@ -755,15 +743,10 @@ _remote_error_classes: dict[tuple[str, str], type[RemoteError]] = {}
 
 
 def _rebuildable_exception(module: str, qualname: str) -> type[Exception] | None:
-    if module == "builtins":
-        found = getattr(builtins, qualname, None)
-    elif module.startswith(_LIBRARIES) or module == "fleetlab":
-        found = sys.modules.get(module)
-        for part in qualname.split("."):
-            found = getattr(found, part, None)
-    else:
+    if module not in ("builtins", "fleetlab") and not module.startswith(_LIBRARIES):
         return None
-    if isinstance(found, type) and issubclass(found, Exception) and not issubclass(found, ClientError):
+    found = _loaded_class(module, qualname)
+    if found is not None and issubclass(found, Exception) and not issubclass(found, ClientError):
         return found
     return None
 
@@ -858,11 +841,15 @@ def _answering_client(service: str, region: str, answer: Callable[[str, dict[str
         try:
             return answer(operation, params)
         except ClientError as error:
-            code = error.response.get("Error", {}).get("Code", "")
+            details = error.response.get("Error", {})
+            code = details.get("QueryErrorCode") or details.get("Code", "")  # as botocore picks the class
             modelled = client.exceptions.from_code(code)
             if modelled is type(error):
                 raise
-            raise modelled(error.response, error.operation_name) from None
+            raised = modelled(error.response, error.operation_name)
+            if ORIGIN in vars(error):  # raised back unchanged, it is the harness's own exception again
+                raised.__dict__[ORIGIN] = vars(error)[ORIGIN]
+            raise raised from None
 
     client._make_api_call = make_api_call
     return client
