@@ -213,11 +213,10 @@ if __name__ == "__main__":  # a zygote of its own, for an AnswerHost made where 
     import cloudpickle  # noqa: F401  # every answer process forked from here starts with these imported
 
     from fleetlab.course.grading import registry
-    from fleetlab.course.grading.judge import WARM_CALLS
     from fleetlab.course.grading.remote import warm_clients
 
     for lab in registry.shipped_labs():
         registry.checks_of(lab)
-    warm_clients(list(WARM_CALLS))
+    warm_clients()
     gc.freeze()  # an answer process's collector never walks (so never copies) what the zygote imported
     _run_zygote(socket.socket(fileno=int(sys.argv[1])))

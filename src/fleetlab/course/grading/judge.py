@@ -192,7 +192,7 @@ def preload() -> None:
             getattr(backend.client(service), call)()
     finally:
         backend.close()
-    warm_clients(list(WARM_CALLS))  # the answer processes' clients of each service, built from loaded models
+    warm_clients()  # the answer processes' clients, built from loaded models
     gc.freeze()  # a forked judge's collector never walks the server's objects, so it never copies their pages
 
 

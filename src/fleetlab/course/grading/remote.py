@@ -855,7 +855,12 @@ def _answering_client(service: str, region: str, answer: Callable[[str, dict[str
     return client
 
 
-def warm_clients(services: list[str]) -> None:
-    """Load each service's model into the shared botocore session now (a process forked later starts with it)."""
-    for service in services:
+CLIENT_SERVICES = ("sqs", "dynamodb", "stepfunctions", "events")
+"""The services whose clients the checks' harnesses hand to answers."""
+
+
+def warm_clients() -> None:
+    """Load each of ``CLIENT_SERVICES``' models into the shared botocore session now (a process forked later
+    starts with them)."""
+    for service in CLIENT_SERVICES:
         _answering_client(service, "us-east-1", lambda *_: {})
