@@ -50,3 +50,30 @@ def test_a_timer_that_ran_out_on_an_answer_sent_in_time_is_the_machines_doing_on
     assert "this machine was too busy" in a_timed_out_quick_step(answer_after=0.1)
     late = a_timed_out_quick_step(answer_after=6.0)  # past the quick step's TimeoutSeconds 5, beating all along
     assert late == "the quick answer: the execution ended FAILED (States.Timeout); it should succeed"
+
+
+def a_succeeded_step(name: str, *, working: float, beats: tuple[float, ...], answered: float) -> str:
+    """The public case's step ``name``, succeeded: handed at 0, the worker called ``work`` at ``working``, beat
+    at ``beats`` and answered at ``answered``; what the check says of it."""
+    from fleetlab.course.checks.lab04 import callback
+    from fleetlab.course.experiments.callbacks import CallbackRun
+    from fleetlab.services.stepfunctions.worker import Call
+
+    step = next(s for s in full_check("04.callback").public[0].steps if s.name == name)
+    calls = [*(Call(at, "worker-1", "SendTaskHeartbeat", "t", True) for at in beats),
+             Call(answered, "worker-1", "SendTaskSuccess", "t", True)]
+    watch = callback._Watch(calls=calls, started={"t": 0.0}, working={"t": working}, returned={"t": answered})
+    run = CallbackRun(name, "arn", (step.behaviour,), status="SUCCEEDED", tokens=["t"],
+                      output={"result": step.behaviour.output})
+    return callback._judge_step(step, run, watch)
+
+
+def test_the_heartbeat_window_counts_from_the_workers_first_act_not_from_the_machines_delay_before_it():
+    # a graded answer reached its first line 0.85 s after the task was handed (its process was slow to get
+    # there), then worked 0.1 s and answered: no beat was due, and none is asked for
+    assert a_succeeded_step("quick answer", working=0.85, beats=(), answered=0.96) == ""
+    # the same delay before a 1.4 s step that never beats: the gap is the answer's own
+    silent = a_succeeded_step("long step", working=0.85, beats=(), answered=2.26)
+    assert "no SendTaskHeartbeat came" in silent
+    # a beat before the work is the first act: from it to the answer, past the silent 1.4 s of work, is a gap
+    assert "gaps of up to 1.81 s" in a_succeeded_step("long step", working=0.9, beats=(0.5,), answered=2.31)

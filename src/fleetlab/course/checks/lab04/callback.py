@@ -58,6 +58,7 @@ class _Watch:
 
     calls: list[Call] = field(default_factory=list)
     started: dict[str, float] = field(default_factory=dict)
+    working: dict[str, float] = field(default_factory=dict)
     returned: dict[str, float] = field(default_factory=dict)
     raised: dict[str, BaseException] = field(default_factory=dict)
     runaway: set[str] = field(default_factory=set)
@@ -67,8 +68,13 @@ class _Watch:
 
         def respond(sfn: Any, token: str, work: Callable[[], Any], heartbeat_seconds: int | None, clock: Any) -> Any:
             self.started[token] = clock.now()
+
+            def watched_work() -> Any:
+                self.working.setdefault(token, clock.now())
+                return work()
+
             try:
-                return answer(sfn, token, work, heartbeat_seconds, clock)
+                return answer(sfn, token, watched_work, heartbeat_seconds, clock)
             except _RunawayRetry:
                 self.runaway.add(token)
             except Exception as exc:  # kept: the harness reports it (or re-raises the learner's own bug)
@@ -173,7 +179,7 @@ def _judge_step(step: Step, run: CallbackRun, watch: _Watch) -> str:
         return (f"the {step.name}: your worker sent {len(answered)} answers on one token (refused: {refusals}): "
                 "a dead token never comes back to life; answer once and drop the refusal")
     if not step.late:
-        problem = _judge_heartbeat(step, run, mine, watch.started.get(token))
+        problem = _judge_heartbeat(step, run, mine, _first_act(mine, watch.working.get(token)))
         if problem:
             return problem
     if token in watch.raised:
@@ -205,8 +211,8 @@ _RUN_AGAIN = (_GAP, _HANDED_LATE)
 """Problems a loaded machine can cause to a right answer: the case runs again (``GAP_ATTEMPTS``) to confirm them."""
 
 
-def _judge_heartbeat(step: Step, run: CallbackRun, mine: list[Call], started: float | None) -> str:
-    gap = _longest_gap(mine, started)
+def _judge_heartbeat(step: Step, run: CallbackRun, mine: list[Call], acting: float | None) -> str:
+    gap = _longest_gap(mine, acting)
     if gap is None or gap <= MAX_GAP_SHARE * step.heartbeat_seconds:
         return ""
     beats = sum(c.call == "SendTaskHeartbeat" for c in mine)
@@ -254,11 +260,20 @@ def _in_time(step: Step, answer: Call, started: float | None) -> bool:
     return started is not None and answer.at - started < step.timeout_seconds
 
 
-def _longest_gap(mine: list[Call], started: float | None) -> float | None:
-    """The longest Step Functions waited for word from the worker before its answer (beats it took, the answer)."""
+def _first_act(mine: list[Call], working: float | None) -> float | None:
+    """When the worker first acted on its task: it called ``work`` or made a SendTask* call. The time before,
+    from being handed the task to running the learner's first line, is the machine's (a graded answer runs in
+    a process of its own, and on a busy machine getting there can take most of a heartbeat window)."""
+    acts = [c.at for c in mine] + ([working] if working is not None else [])
+    return min(acts, default=None)
+
+
+def _longest_gap(mine: list[Call], acting: float | None) -> float | None:
+    """The longest Step Functions waited for word from the worker between its first act and its answer (beats
+    it took, the answer)."""
     answer_at = next((c.at for c in mine if c.call in ANSWERS), None)
-    if answer_at is None or started is None:
+    if answer_at is None or acting is None:
         return None
-    heard = sorted({started, answer_at} | {c.at for c in mine if c.call == "SendTaskHeartbeat" and c.accepted
-                                           and c.at <= answer_at})
-    return max(later - earlier for earlier, later in zip(heard, heard[1:]))
+    heard = sorted({acting, answer_at} | {c.at for c in mine if c.call == "SendTaskHeartbeat" and c.accepted
+                                          and c.at <= answer_at})
+    return max((later - earlier for earlier, later in zip(heard, heard[1:])), default=0.0)
