@@ -15,6 +15,7 @@ import decimal
 import io
 import os
 import pickle
+import time
 
 import cloudpickle
 import pytest
@@ -198,6 +199,24 @@ def test_a_timer_the_answer_drops_is_released_in_the_judge_once_both_sides_settl
             settle_everywhere()
     finally:
         clock.close()
+
+
+def test_the_answer_reads_the_judges_virtual_time_as_a_notebook_reads_its_own(host):
+    def wall_times(clock, jump):
+        seen = [time.time(), datetime.datetime.now(datetime.timezone.utc).timestamp()]
+        clock.sleep(jump)  # the judge's clock jumps; the answer reads the time again when the call comes back
+        return [*seen, time.time()]
+
+    clock = VirtualClock(start=1_000_000_000.0)
+    try:
+        before, as_datetime, after = loaded(host, wall_times)(clock, 900)
+        back_here = clock.now()
+    finally:
+        clock.close()
+    assert 1_000_000_000.0 <= before < as_datetime + 1 and as_datetime < 1_000_000_000.0 + 60  # not the real 2026
+    assert 1_000_000_900.0 <= after <= back_here  # the 900 s jump, seen in the answer's process too
+    moved_back = loaded(host, lambda: time.time())()  # the judge's clock closed: real time again
+    assert abs(moved_back - time.time()) < 60
 
 
 def test_a_pickle_naming_any_class_or_function_is_refused_unread(tmp_path):

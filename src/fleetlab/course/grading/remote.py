@@ -29,6 +29,12 @@ A waiting thread wakes every ``WAIT_SLICE`` seconds, so an exception raised
 in it (a case abandoned at its deadline) lands; the peer is then broken and
 its process is stopped by its owner (``on_broken``).
 
+Every message carries its sender's wall time. The side that trusts the
+other (the answer's process) keeps its own wall time with the judge's
+(``_WallTime``), so an answer that reads ``time.time()`` or
+``datetime.now()`` itself sees a virtual clock's jumps, as it does in the
+notebook, where the clock moves the kernel's own time.
+
 Proxies are counted: when one is collected, the other side is told how many
 times it had received the object, and forgets it once every copy it sent
 is released. ``Peer.settle`` collects garbage on both sides until neither
@@ -54,12 +60,14 @@ import socket
 import struct
 import sys
 import threading
+import time
 import traceback
 import types
 import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import time_machine
 from botocore.exceptions import ClientError
 
 from fleetlab.core.errors import FleetlabError
@@ -78,6 +86,9 @@ SPECIAL_METHODS = ("__enter__", "__exit__", "__iter__", "__next__", "__len__", "
 ENDED = ("your code stopped the process that ran it ({why}); a check calls your code, so it must return "
          "(or raise), never exit or kill its process")
 """The diagnosis of a call that ``RemoteFailed``: the learner's process is gone or broke the protocol."""
+TRANSIT = 0.5
+"""Seconds a message may spend between two processes on a busy machine: a sender's wall time within this of
+the receiver's is the same time (no virtual clock moved it)."""
 _PLAIN = (type(None), bool, int, float, str, bytes)
 _CALL_ARGUMENTS = {"call": (1, 2), "method": (2, 3)}
 """Where a request carries the arguments of the call it makes (positional list, keywords dict)."""
@@ -135,6 +146,7 @@ class Peer:
         self._chains = itertools.count(1)
         self._token = next(Peer._ids)
         self.broken: str = ""
+        self._wall_time = _WallTime() if trusted else None
         if not trusted:
             _answering_peers.add(self)
 
@@ -194,6 +206,8 @@ class Peer:
         try:
             while True:
                 message = self._receive()
+                if self._wall_time is not None:  # before the waiting thread runs on: it reads the sender's time
+                    self._wall_time.follow(message[-2])
                 kind, chain = message[0], message[1]
                 self._forget(message[-1])
                 inbox = self._inboxes.get(chain)
@@ -218,7 +232,7 @@ class Peer:
             if message[0] == "req":
                 self._serve(message)
                 continue
-            _, _, ok, payload, _ = message
+            _, _, ok, payload, _, _ = message
             if not (type(payload) is list and len(payload) == 2 and type(payload[1]) is list):
                 raise RemoteFailed("the other process sent a reply that is not this protocol's")
             self._take_back(lent, payload[1])
@@ -231,7 +245,7 @@ class Peer:
 
     def _serve(self, message: tuple[Any, ...]) -> None:
         """Run one request from the other side in this thread, in its chain, and send the reply."""
-        _, chain, operation, payload, _ = message
+        _, chain, operation, payload, _, _ = message
         previous, borrowed = getattr(self._local, "chain", None), getattr(self._local, "borrowed", None)
         self._local.chain, self._local.borrowed = chain, []
         if previous is None:
@@ -352,7 +366,7 @@ class Peer:
 
     def _send(self, message: tuple[Any, ...]) -> None:
         with self._send_lock:
-            data = pickle.dumps((*message, self._drain_released()), protocol=pickle.HIGHEST_PROTOCOL)
+            data = pickle.dumps((*message, time.time(), self._drain_released()), protocol=pickle.HIGHEST_PROTOCOL)
             try:
                 self._sock.sendall(struct.pack("!Q", len(data)) + data)
             except OSError as exc:
@@ -364,8 +378,8 @@ class Peer:
         if size > MAX_MESSAGE:
             raise RemoteFailed(f"the other process sent {size} bytes at once; at most {MAX_MESSAGE} are read")
         message = _DataOnly(io.BytesIO(self._read_exactly(size))).load()
-        if not (isinstance(message, tuple) and len(message) == 5 and message[0] in ("req", "rep")
-                and isinstance(message[1], str)):
+        if not (isinstance(message, tuple) and len(message) == 6 and message[0] in ("req", "rep")
+                and isinstance(message[1], str) and type(message[4]) is float):
             raise RemoteFailed("the other process sent a message that is not this protocol's")
         return message
 
@@ -607,6 +621,36 @@ class Peer:
 
 
 _answering_peers: weakref.WeakSet[Peer] = weakref.WeakSet()
+
+
+class _WallTime:
+    """This process's wall time, kept with another's: moved (time-machine) to a sender's time that a virtual
+    clock moved, and real again once the sender's is. Only the reader thread calls ``follow``."""
+
+    def __init__(self) -> None:
+        self._travel: Any = None  # time-machine's coordinates while this process's time is moved
+
+    def follow(self, theirs: float) -> None:
+        """Read ``theirs`` (the sender's ``time.time()`` as it sent a message) as the time now."""
+        if abs(theirs - _real_time()) <= TRANSIT:
+            self._stop()
+            return
+        gap = theirs - time.time()
+        if self._travel is None:
+            self._travel = time_machine.travel(theirs, tick=True)
+            self._coordinates = self._travel.start()
+        elif gap > 0.001 or gap < -TRANSIT:  # their clock jumped ahead, or was taken back
+            self._coordinates.move_to(theirs)
+
+    def _stop(self) -> None:
+        if self._travel is not None:
+            self._travel.stop()
+            self._travel = None
+
+
+def _real_time() -> float:
+    hatch = time_machine.escape_hatch
+    return hatch.time.time() if hatch.is_travelling() else time.time()
 
 
 def settle_everywhere() -> None:
