@@ -77,3 +77,29 @@ def test_the_heartbeat_window_counts_from_the_workers_first_act_not_from_the_mac
     assert "no SendTaskHeartbeat came" in silent
     # a beat before the work is the first act: from it to the answer, past the silent 1.4 s of work, is a gap
     assert "gaps of up to 1.81 s" in a_succeeded_step("long step", working=0.9, beats=(0.5,), answered=2.31)
+
+
+def test_beats_refused_because_the_timer_ran_out_before_the_worker_had_the_task_are_the_machines_doing():
+    """The long step's timer started before the worker was handed it and ran out: the beats, every third of a
+    second from the first act, were refused as TaskTimedOut, and so was the answer."""
+    from fleetlab.course.checks.lab04 import callback
+    from fleetlab.course.experiments.callbacks import CallbackRun
+    from fleetlab.services.stepfunctions.executions import HistoryRow
+    from fleetlab.services.stepfunctions.worker import Call
+
+    step = next(s for s in full_check("04.callback").public[0].steps if s.name == "long step")
+
+    def judged(beats: tuple[float, ...], code: str) -> str:
+        calls = [*(Call(at, "worker-1", "SendTaskHeartbeat", "t", False, code) for at in beats),
+                 Call(1.46, "worker-1", "SendTaskSuccess", "t", False, code)]
+        watch = callback._Watch(calls=calls, started={"t": 0.0}, working={"t": 0.05}, returned={"t": 1.46})
+        run = CallbackRun("long", "arn", (step.behaviour,), status="FAILED", tokens=["t"],
+                          history=[HistoryRow(1, 0.0, "ExecutionFailed", "States.Timeout: the task's timer")])
+        return callback._judge_step(step, run, watch)
+
+    assert "this machine was too busy" in judged((0.38, 0.71, 1.04, 1.37), "TaskTimedOut")
+    # a worker that beat once a window is still told so, however its beats were refused
+    assert "gaps of up to 1.00 s" in judged((1.05,), "TaskTimedOut")
+    # beats refused for another reason (a token the worker mangled) are no beats
+    assert "no SendTaskHeartbeat came" not in judged((0.38, 0.71, 1.04, 1.37), "InvalidToken")
+    assert "gaps of up to 1.41 s" in judged((0.38, 0.71, 1.04, 1.37), "InvalidToken")

@@ -216,6 +216,20 @@ def test_a_real_timer_dropped_while_running_warns_and_its_thread_ends():
     assert [t for t in threading.enumerate() if t.name == "fleetlab-every"] == []
 
 
+def test_a_real_timer_keeps_its_rate_so_a_beat_already_due_runs_at_once():
+    readings = iter([0.0])  # the timer starts at 0; every later reading is an hour on: each beat is overdue
+
+    def monotonic():
+        return next(readings, 3_600.0)
+
+    beats = threading.Semaphore(0)
+    with RealClock(monotonic=monotonic).every(60, beats.release):
+        # the beat due at 60 s is overdue, so it runs at once, and so does the one due now (the hour's
+        # mark); the missed ones in between do not pile up: the next is due a full interval on
+        assert beats.acquire(timeout=5) and beats.acquire(timeout=5)
+        assert not beats.acquire(timeout=0.3)
+
+
 def test_side_by_side_on_a_real_clock_runs_experiments_at_once_and_keeps_their_order():
     first_started, second_started = threading.Event(), threading.Event()
 

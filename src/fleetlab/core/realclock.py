@@ -87,18 +87,23 @@ class RealClock:
 
     def every(self, interval: float, fn: Callable[[], None]) -> Every:
         """Call ``fn`` every ``interval`` real seconds on a daemon thread while the block runs; ConfigError
-        for an interval that is not positive. A callback that raises ends the heartbeat, like a dead thread."""
+        for an interval that is not positive. A callback that raises ends the heartbeat, like a dead thread.
+
+        The beats keep a fixed rate: each is due ``interval`` after the one before was due, however long that
+        one took (a slow beat does not push the rest back), and one already overdue runs at once."""
         require_positive(interval)
 
         def start() -> Callable[[], None]:
             stopped = threading.Event()
 
             def beat() -> None:
-                while not stopped.wait(interval):
+                due = self._monotonic() + interval
+                while not stopped.wait(max(0.0, due - self._monotonic())):
                     try:
                         fn()
                     except Exception:  # a failed beat ends the heartbeat, like a dead thread
                         return
+                    due = max(due + interval, self._monotonic())
 
             thread = threading.Thread(target=beat, name="fleetlab-every", daemon=True)
             thread.start()

@@ -27,6 +27,7 @@ from fleetlab.services.stepfunctions.worker import DEAD_TOKEN_ERRORS, Call
 
 MAX_GAP_SHARE = 0.8  # of HeartbeatSeconds: a beat later than this races the timer
 ANSWERS = ("SendTaskSuccess", "SendTaskFailure")
+TIMED_OUT = "TaskTimedOut"  # the code of a callback on a task whose timer ran out
 STEP_OUTPUT = {"summary": "three sources agree", "tokens": 812}
 
 
@@ -269,11 +270,13 @@ def _first_act(mine: list[Call], working: float | None) -> float | None:
 
 
 def _longest_gap(mine: list[Call], acting: float | None) -> float | None:
-    """The longest Step Functions waited for word from the worker between its first act and its answer (beats
-    it took, the answer)."""
+    """The longest the worker left Step Functions without word between its first act and its answer: its beats
+    count when taken, or refused because the task's timer had run out already (the worker beat in time; the
+    machine was late handing it the task, and ``_in_time`` says so)."""
     answer_at = next((c.at for c in mine if c.call in ANSWERS), None)
     if answer_at is None or acting is None:
         return None
-    heard = sorted({acting, answer_at} | {c.at for c in mine if c.call == "SendTaskHeartbeat" and c.accepted
-                                          and c.at <= answer_at})
+    beats = {c.at for c in mine if c.call == "SendTaskHeartbeat" and c.at <= answer_at
+             and (c.accepted or c.error_code == TIMED_OUT)}
+    heard = sorted({acting, answer_at} | beats)
     return max((later - earlier for earlier, later in zip(heard, heard[1:])), default=0.0)
