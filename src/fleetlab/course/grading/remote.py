@@ -628,7 +628,8 @@ class _WallTime:
     clock moved, and real again once the sender's is. Only the reader thread calls ``follow``."""
 
     def __init__(self) -> None:
-        self._travel: Any = None  # time-machine's coordinates while this process's time is moved
+        self._travel: Any = None  # time-machine's travel while this process's time is moved
+        self._coordinates: Any = None  # and where it has moved it
 
     def follow(self, theirs: float) -> None:
         """Read ``theirs`` (the sender's ``time.time()`` as it sent a message) as the time now."""
@@ -645,7 +646,7 @@ class _WallTime:
     def _stop(self) -> None:
         if self._travel is not None:
             self._travel.stop()
-            self._travel = None
+            self._travel = self._coordinates = None
 
 
 def _real_time() -> float:
