@@ -72,16 +72,17 @@ def test_the_heartbeat_window_counts_from_the_workers_first_act_not_from_the_mac
     # a graded answer reached its first line 0.85 s after the task was handed (its process was slow to get
     # there), then worked 0.1 s and answered: no beat was due, and none is asked for
     assert a_succeeded_step("quick answer", working=0.85, beats=(), answered=0.96) == ""
-    # the same delay before a 1.4 s step that never beats: the gap is the answer's own
-    silent = a_succeeded_step("long step", working=0.85, beats=(), answered=2.26)
+    # the same delay before a 2.8 s step that never beats: the gap is the answer's own
+    silent = a_succeeded_step("long step", working=0.85, beats=(), answered=3.66)
     assert "no SendTaskHeartbeat came" in silent
-    # a beat before the work is the first act: from it to the answer, past the silent 1.4 s of work, is a gap
-    assert "gaps of up to 1.81 s" in a_succeeded_step("long step", working=0.9, beats=(0.5,), answered=2.31)
+    # a beat before the work is the first act: from it to the answer, past the silent 2.8 s of work, is a gap
+    assert "gaps of up to 3.21 s" in a_succeeded_step("long step", working=0.9, beats=(0.5,), answered=3.71)
 
 
 def test_beats_refused_because_the_timer_ran_out_before_the_worker_had_the_task_are_the_machines_doing():
-    """The long step's timer started before the worker was handed it and ran out: the beats, every third of a
-    second from the first act, were refused as TaskTimedOut, and so was the answer."""
+    """The long step's timer started before the worker was handed it and ran out: the beats, every third of its
+    2 s window from the first act, were refused (moto answers InvalidToken once the execution has ended), and so
+    was the answer."""
     from fleetlab.course.checks.lab04 import callback
     from fleetlab.course.experiments.callbacks import CallbackRun
     from fleetlab.services.stepfunctions.executions import HistoryRow
@@ -89,17 +90,18 @@ def test_beats_refused_because_the_timer_ran_out_before_the_worker_had_the_task_
 
     step = next(s for s in full_check("04.callback").public[0].steps if s.name == "long step")
 
-    def judged(beats: tuple[float, ...], code: str) -> str:
+    def judged(beats: tuple[float, ...], code: str, *, ran_out: float) -> str:
         calls = [*(Call(at, "worker-1", "SendTaskHeartbeat", "t", False, code) for at in beats),
-                 Call(1.46, "worker-1", "SendTaskSuccess", "t", False, code)]
-        watch = callback._Watch(calls=calls, started={"t": 0.0}, working={"t": 0.05}, returned={"t": 1.46})
+                 Call(2.86, "worker-1", "SendTaskSuccess", "t", False, code)]
+        watch = callback._Watch(calls=calls, started={"t": 0.0}, working={"t": 0.05}, returned={"t": 2.86})
         run = CallbackRun("long", "arn", (step.behaviour,), status="FAILED", tokens=["t"],
-                          history=[HistoryRow(1, 0.0, "ExecutionFailed", "States.Timeout: the task's timer")])
+                          history=[HistoryRow(1, ran_out, "ExecutionFailed", "States.Timeout: the task's timer")])
         return callback._judge_step(step, run, watch)
 
-    assert "this machine was too busy" in judged((0.38, 0.71, 1.04, 1.37), "TaskTimedOut")
+    every_third = (0.72, 1.39, 2.06, 2.73)
+    assert "this machine was too busy" in judged(every_third, "InvalidToken", ran_out=0.0)
+    assert "this machine was too busy" in judged(every_third, "TaskTimedOut", ran_out=0.8)  # one raced it
     # a worker that beat once a window is still told so, however its beats were refused
-    assert "gaps of up to 1.00 s" in judged((1.05,), "TaskTimedOut")
-    # beats refused for another reason (a token the worker mangled) are no beats
-    assert "no SendTaskHeartbeat came" not in judged((0.38, 0.71, 1.04, 1.37), "InvalidToken")
-    assert "gaps of up to 1.41 s" in judged((0.38, 0.71, 1.04, 1.37), "InvalidToken")
+    assert "gaps of up to 2.00 s" in judged((2.05,), "InvalidToken", ran_out=0.0)
+    # beats refused before the timer ran out (a token the worker mangled) are no beats
+    assert "gaps of up to 2.01 s" in judged(every_third, "InvalidToken", ran_out=2.0)

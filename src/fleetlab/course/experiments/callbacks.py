@@ -259,9 +259,11 @@ class CallbackBench:
         started = time.monotonic()
 
         def all_ended() -> bool:
-            task = taker.take()
-            if task is not None:
+            handed = False
+            while (task := taker.take()) is not None:  # every task waiting now: its timer is already running
                 workers.append(self._serve(task, runs))
+                handed = True
+            if handed:
                 return False
             self._refresh(runs.values(), busy=any(w.is_alive() for w in workers))
             return all(run.status != "RUNNING" for run in runs.values())

@@ -27,7 +27,7 @@ from fleetlab.services.stepfunctions.worker import DEAD_TOKEN_ERRORS, Call
 
 MAX_GAP_SHARE = 0.8  # of HeartbeatSeconds: a beat later than this races the timer
 ANSWERS = ("SendTaskSuccess", "SendTaskFailure")
-TIMED_OUT = "TaskTimedOut"  # the code of a callback on a task whose timer ran out
+RACED = 0.1  # s: a beat sent this long before the task's timer ran out may have reached it after
 STEP_OUTPUT = {"summary": "three sources agree", "tokens": 812}
 
 
@@ -127,11 +127,11 @@ CALLBACK_SIGNATURE = "complete_task(sfn, token, work, heartbeat_seconds, clock)"
     "04.callback",
     title="A callback worker: heartbeat, answer, drop a dead token",
     points=3,
-    public=[Steps("four steps at once: a quick answer, a failure named AgentFailed, a 1.4 s step under "
-                  "HeartbeatSeconds 1, a 2.2 s step under TimeoutSeconds 2", (
+    public=[Steps("four steps at once: a quick answer, a failure named AgentFailed, a 2.8 s step under "
+                  "HeartbeatSeconds 2, a 2.2 s step under TimeoutSeconds 2", (
                       Step("quick answer", answers(STEP_OUTPUT, after=0.1), 5, 1),
                       Step("failure", fails("AgentFailed", "the tool returned nothing", after=0.1), 5, 1),
-                      Step("long step", answers(STEP_OUTPUT, after=1.4), 5, 1),
+                      Step("long step", answers(STEP_OUTPUT, after=2.8), 6, 2),
                       Step("late step", answers(STEP_OUTPUT, after=2.2), 2, 1, late=True),
                   ))],
     hidden_cases=1,
@@ -180,7 +180,8 @@ def _judge_step(step: Step, run: CallbackRun, watch: _Watch) -> str:
         return (f"the {step.name}: your worker sent {len(answered)} answers on one token (refused: {refusals}): "
                 "a dead token never comes back to life; answer once and drop the refusal")
     if not step.late:
-        problem = _judge_heartbeat(step, run, mine, _first_act(mine, watch.working.get(token)))
+        problem = _judge_heartbeat(step, run, mine, _first_act(mine, watch.working.get(token)),
+                                   _timer_ran_out_at(run))
         if problem:
             return problem
     if token in watch.raised:
@@ -212,8 +213,9 @@ _RUN_AGAIN = (_GAP, _HANDED_LATE)
 """Problems a loaded machine can cause to a right answer: the case runs again (``GAP_ATTEMPTS``) to confirm them."""
 
 
-def _judge_heartbeat(step: Step, run: CallbackRun, mine: list[Call], acting: float | None) -> str:
-    gap = _longest_gap(mine, acting)
+def _judge_heartbeat(step: Step, run: CallbackRun, mine: list[Call], acting: float | None,
+                     ran_out: float | None) -> str:
+    gap = _longest_gap(mine, acting, ran_out)
     if gap is None or gap <= MAX_GAP_SHARE * step.heartbeat_seconds:
         return ""
     beats = sum(c.call == "SendTaskHeartbeat" for c in mine)
@@ -269,14 +271,22 @@ def _first_act(mine: list[Call], working: float | None) -> float | None:
     return min(acts, default=None)
 
 
-def _longest_gap(mine: list[Call], acting: float | None) -> float | None:
-    """The longest the worker left Step Functions without word between its first act and its answer: its beats
-    count when taken, or refused because the task's timer had run out already (the worker beat in time; the
-    machine was late handing it the task, and ``_in_time`` says so)."""
+def _timer_ran_out_at(run: CallbackRun) -> float | None:
+    """When the execution's task timer ran out (its first timeout in the history), or None."""
+    return min((row.at for row in run.history if row.type.endswith("TimedOut")
+                or row.detail.split(":", 1)[0] in HEARTBEAT_ERRORS), default=None)
+
+
+def _longest_gap(mine: list[Call], acting: float | None, ran_out: float | None = None) -> float | None:
+    """The longest the worker left Step Functions without word between its first act and its answer. Its beats
+    count when taken, and when refused as a dead token once the task's timer had run out (``ran_out``): the
+    worker beat in time, the machine was late handing it the task, and ``_in_time`` says so. A beat refused
+    before then (a token the worker mangled) is no beat."""
     answer_at = next((c.at for c in mine if c.call in ANSWERS), None)
     if answer_at is None or acting is None:
         return None
     beats = {c.at for c in mine if c.call == "SendTaskHeartbeat" and c.at <= answer_at
-             and (c.accepted or c.error_code == TIMED_OUT)}
+             and (c.accepted or (ran_out is not None and c.error_code in DEAD_TOKEN_ERRORS
+                                 and c.at >= ran_out - RACED))}
     heard = sorted({acting, answer_at} | beats)
     return max((later - earlier for earlier, later in zip(heard, heard[1:])), default=0.0)
