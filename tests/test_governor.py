@@ -160,7 +160,10 @@ def test_the_sweep_trades_conflicts_for_stranded_quota(backend):
     rows = batch_size_sweep(backend, batch_sizes=(1, 10), workers=4, quota=60, messages=60, seed=11)
     naive, batched = rows
     assert (naive.batch, batched.batch) == (1, 10)
-    assert (naive.writes, naive.conflicts, naive.spent, naive.stranded) == (49, 20, 59, 1)
+    # the draws that land are exact; how many of the racing draws meet a conflict first moves by one on a
+    # saturated machine (the virtual clock ticks with real time between its jumps): 20 here, 19 once under load
+    assert (naive.writes - naive.conflicts, naive.spent, naive.stranded) == (29, 59, 1)
+    assert 19 <= naive.conflicts <= 21
     assert (batched.writes, batched.conflicts, batched.spent, batched.stranded) == (12, 2, 54, 6)
     assert naive.quota_use == round(59 / 60, 3) and batched.stranded_share == 0.1
 
