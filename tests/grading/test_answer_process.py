@@ -12,10 +12,14 @@ import collections
 import ctypes
 import datetime
 import decimal
+import enum
 import io
 import os
 import pickle
+import socket
+import sys
 import time
+import types
 
 import cloudpickle
 import pytest
@@ -25,7 +29,7 @@ from fleetlab.core.virtualclock import VirtualClock
 from fleetlab.course.grading import registry, run_check
 from fleetlab.course.grading.answerhost import AnswerHost
 from fleetlab.course.grading.judge import keep_memory_private
-from fleetlab.course.grading.remote import RemoteError, RemoteFailed, _DataOnly, settle_everywhere
+from fleetlab.course.grading.remote import Peer, RemoteError, RemoteFailed, _DataOnly, settle_everywhere
 from fleetlab.course.grading.results import CheckStatus
 
 
@@ -217,6 +221,25 @@ def test_the_answer_reads_the_judges_virtual_time_as_a_notebook_reads_its_own(ho
     assert 1_000_000_900.0 <= after <= back_here  # the 900 s jump, seen in the answer's process too
     moved_back = loaded(host, lambda: time.time())()  # the judge's clock closed: real time again
     assert abs(moved_back - time.time()) < 60
+
+
+def test_a_value_naming_a_private_class_of_fleetlabs_is_refused(monkeypatch):
+    module = types.ModuleType("fleetlab.private_probe")
+
+    class _Hidden(enum.Enum):
+        ONE = 1
+
+    _Hidden.__module__ = module.__name__
+    module._Hidden = _Hidden
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    judge_end, answer_end = socket.socketpair()
+    peer = Peer(judge_end, trusted=False, name="judge")
+    try:
+        with pytest.raises(RemoteFailed, match="is not a class of fleetlab's that travels by value"):
+            peer._decode(["EN", "fleetlab.private_probe:_Hidden", "ONE"])
+    finally:
+        peer.close()
+        answer_end.close()
 
 
 def test_a_pickle_naming_any_class_or_function_is_refused_unread(tmp_path):

@@ -732,9 +732,10 @@ def _loaded_class(module: str, qualname: str) -> type | None:
 
 
 def _library_class(path: Any, base: type | None) -> Any:
-    """The class ``module:qualname`` of fleetlab's, from a module already imported (nothing is imported)."""
+    """The public class ``module:qualname`` of fleetlab's, from a module already imported (nothing is imported)."""
     module, _, qualname = str(path).partition(":")
-    value = _loaded_class(module, qualname)
+    private = any(part.startswith("_") for part in qualname.split("."))  # a private name, or a walk past one
+    value = None if private else _loaded_class(module, qualname)
     if value is None or not _in_fleetlab(value) or (base is not None and not issubclass(value, base)):
         raise RemoteFailed(f"{path} is not a class of fleetlab's that travels by value")
     return value

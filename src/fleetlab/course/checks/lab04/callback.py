@@ -277,7 +277,7 @@ def _timer_ran_out_at(run: CallbackRun) -> float | None:
                 or row.detail.split(":", 1)[0] in HEARTBEAT_ERRORS), default=None)
 
 
-def _longest_gap(mine: list[Call], acting: float | None, ran_out: float | None = None) -> float | None:
+def _longest_gap(mine: list[Call], acting: float | None, ran_out: float | None) -> float | None:
     """The longest the worker left Step Functions without word between its first act and its answer. Its beats
     count when taken, and when refused as a dead token once the task's timer had run out (``ran_out``): the
     worker beat in time, the machine was late handing it the task, and ``_in_time`` says so. A beat refused
