@@ -208,6 +208,29 @@ def test_an_event_never_delivered_fails_its_probe_with_the_fitting_error(
     assert probe(moto_backend, refresh=True).get(feature_id).observed == observed
 
 
+@pytest.mark.parametrize("slow", ["on the way there", "on the way back"])
+def test_a_slow_receive_is_not_read_as_a_late_or_early_redelivery(
+    moto_backend: Backend, monkeypatch: pytest.MonkeyPatch, slow: str
+) -> None:
+    receive = fidelity.Scratch.receive
+
+    def slow_receive(self: fidelity.Scratch, url: str, *, wait: int) -> dict | None:
+        if slow == "on the way there":
+            self.let_pass(SLOW_RECEIVE)  # a fault injected in the client (a busy machine), not a wait for anything
+        message = receive(self, url, wait=wait)
+        if slow == "on the way back":
+            self.let_pass(SLOW_RECEIVE)
+        return message
+
+    monkeypatch.setattr(fidelity.probes, "PROBES", [probe_measuring("sqs.redelivery_delay")])
+    monkeypatch.setattr(fidelity.Scratch, "receive", slow_receive)
+    observed = probe(moto_backend, refresh=True).get("sqs.redelivery_delay").observed
+    assert observed == "at once: receivable again as soon as the timeout expired"
+
+
+SLOW_RECEIVE = 0.7  # seconds each receive spends in transit: more than the probe's 0.5 s of "on time"
+
+
 def test_a_probe_with_an_observation_missing_is_a_failed_measurement(
     moto_backend: Backend, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -93,27 +93,32 @@ def _redelivery_delay(scratch: Scratch) -> Observation:
     queue = scratch.queue("redelivery", VisibilityTimeout=str(timeout))
     for number in range(_REDELIVERY_MESSAGES):
         scratch.client("sqs").send_message(QueueUrl=queue.url, MessageBody=f"probe {number}")
-    expires: dict[str, float] = {}
+    expires: dict[str, tuple[float, float]] = {}  # the backend starts each timer while its receive is in flight
     for _ in range(_REDELIVERY_MESSAGES):
+        sent = clock.now()
         message = scratch.receive(queue.url, wait=2)
         if message is None:
             return Observation("a message just sent was not received", False)
-        expires[message["MessageId"]] = clock.now() + timeout
+        expires[message["MessageId"]] = (sent + timeout, clock.now() + timeout)
         scratch.let_pass(_REDELIVERY_STAGGER)
-    scratch.let_pass(max(0.0, min(expires.values()) - clock.now() - _REDELIVERY_STEP * 4))
-    late: dict[str, float] = {}
-    while len(late) < len(expires) and clock.now() < max(expires.values()) + _REDELIVERY_GIVE_UP:
+    scratch.let_pass(max(0.0, min(first for first, _ in expires.values()) - clock.now() - _REDELIVERY_STEP * 4))
+    late: dict[str, tuple[float, float]] = {}  # how late each message came back: at least, at most
+    while len(late) < len(expires) and clock.now() < max(last for _, last in expires.values()) + _REDELIVERY_GIVE_UP:
+        sent = clock.now()
         message = scratch.receive(queue.url, wait=0)
         if message is None:
             scratch.let_pass(_REDELIVERY_STEP)
         elif message["MessageId"] in expires:
-            late.setdefault(message["MessageId"], clock.now() - expires[message["MessageId"]])
+            first, last = expires[message["MessageId"]]
+            late.setdefault(message["MessageId"], (sent - last, clock.now() - first))
     if len(late) < len(expires):
         return Observation(f"not receivable again {_REDELIVERY_GIVE_UP:g} s after the timeout expired", False)
-    return _redelivered(min(late.values()), max(late.values()))
+    return _redelivered(min(most for _, most in late.values()), max(least for least, _ in late.values()))
 
 
 def _redelivered(earliest: float, latest: float) -> Observation:
+    """``earliest``: the most that the soonest message back can have been late (below zero: early);
+    ``latest``: the least that the last one back was late. A slow receive widens neither into a verdict."""
     if earliest < -_REDELIVERY_STEP:
         return Observation(f"early: receivable again {-earliest:.1f} s before the timeout expired", False)
     if latest <= _REDELIVERY_ON_TIME:
