@@ -15,7 +15,7 @@ import time
 from botocore.exceptions import ClientError
 
 from fleetlab.core.errors import StepFailed
-from fleetlab.course.checks.lab04.callback import STEP_OUTPUT, Step, Steps
+from fleetlab.course.checks.lab04.callback import QUICK_HEARTBEAT, STEP_OUTPUT, Step, Steps
 from fleetlab.course.experiments.callbacks import answers, fails
 from fleetlab.services.stepfunctions import callbacks
 from fleetlab.services.stepfunctions.worker import DEAD_TOKEN_ERRORS, answer_task
@@ -23,7 +23,7 @@ from fleetlab_instructor.checks import InstructorSide, RightAnswer, WrongAnswer
 
 HIDDEN = (
     Steps("a failure named ToolTimeout, a 3 s step under HeartbeatSeconds 2, a failure after TimeoutSeconds 2", (
-        Step("failure", fails("ToolTimeout", "search took too long", after=0.1), 5, 1),
+        Step("failure", fails("ToolTimeout", "search took too long", after=0.1), 5, QUICK_HEARTBEAT),
         Step("long step", answers(STEP_OUTPUT, after=3.0), 6, 2),
         Step("late failure", fails("AgentFailed", "gave up", after=2.2), 2, 1, late=True),
     )),
