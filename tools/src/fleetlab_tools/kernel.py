@@ -15,14 +15,16 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from queue import Empty
-from typing import Any
+from typing import IO, Any
 
 from jupyter_client import KernelManager
 from jupyter_client.kernelspec import KernelSpecManager
@@ -35,7 +37,9 @@ from fleetlab.core.status import Status
 from fleetlab_tools.warm_kernels import SPEC_NAME, kernel_name
 
 POLL = 0.25
-_LAUNCH = threading.Lock()  # port choice and launch, one kernel at a time (jupyter_client#487)
+START_ATTEMPTS = 2
+"""Kernels started for one notebook before giving up: on a busy machine one can die before it answers."""
+_LAUNCH = threading.Lock()  # one launch at a time: jupyter_client's connection-file set-up is not thread-safe
 
 
 class CellStatus(Status):
@@ -64,11 +68,14 @@ class CellRun:
     error: str = ""
 
 
-def _kernel_manager(env: Mapping[str, str]) -> KernelManager:
+def _kernel_manager(env: Mapping[str, str], sockets: Path) -> KernelManager:
+    """A manager whose kernel talks over Unix sockets in ``sockets``: no TCP port to pick, so none that another
+    process can take between the pick and the kernel's bind (jupyter_client#487)."""
+    ipc = {"transport": "ipc", "ip": str(sockets / "kernel")}
     if kernel_name(env) != SPEC_NAME:
-        return KernelManager(kernel_name="python3")
+        return KernelManager(kernel_name="python3", **ipc)
     folders = [str(Path(folder, "kernels")) for folder in env.get("JUPYTER_PATH", "").split(os.pathsep) if folder]
-    return KernelManager(kernel_name=SPEC_NAME, kernel_spec_manager=KernelSpecManager(kernel_dirs=folders))
+    return KernelManager(kernel_name=SPEC_NAME, kernel_spec_manager=KernelSpecManager(kernel_dirs=folders), **ipc)
 
 
 @dataclass
@@ -105,9 +112,11 @@ class NotebookKernel:
         self._env = dict(env)
         self._cwd = cwd
         self._startup_timeout = startup_timeout
-        self._manager = _kernel_manager(self._env)
+        self._sockets: Path | None = None
+        self._manager: KernelManager | None = None
         self._outputs = NotebookClient(nb, record_timing=False)
         self._client: Any = None
+        self._stderr: IO[bytes] | None = None
 
     def __enter__(self) -> NotebookKernel:
         self.start()
@@ -117,20 +126,40 @@ class NotebookKernel:
         self.shutdown()
 
     def start(self) -> NotebookKernel:
-        """Start the kernel and wait until it answers; returns self. Raises KernelStartFailed."""
+        """Start the kernel and wait until it answers; returns self.
+
+        A kernel that dies before answering is started once more, afresh (nothing of the notebook ran in
+        it). Raises KernelStartFailed, with the kernel's last words, when the second one fails too.
+        """
+        for _ in range(START_ATTEMPTS - 1):
+            with contextlib.suppress(KernelStartFailed):
+                return self._start_once()
+        return self._start_once()
+
+    def _start_once(self) -> NotebookKernel:
+        self._sockets = Path(tempfile.mkdtemp(prefix="fleetlab-kernel-"))
+        self._manager = _kernel_manager(self._env, self._sockets)
+        self._stderr = tempfile.TemporaryFile()
         try:
             with _LAUNCH:
-                self._manager.start_kernel(
-                    env=self._env, cwd=str(self._cwd), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-                )
+                self._manager.start_kernel(env=self._env, cwd=str(self._cwd), stdout=subprocess.DEVNULL,
+                                           stderr=self._stderr)
             self._client = self._manager.blocking_client()
             self._client.start_channels()
             self._outputs.kc = self._client  # nbclient's widget handling reads the client's session
             self._client.wait_for_ready(timeout=self._startup_timeout)
         except (RuntimeError, OSError) as exc:
+            said = self._last_words()
             self.shutdown()
-            raise KernelStartFailed(f"the kernel did not start ({exc}); check that ipykernel is installed") from exc
+            hint = f": it said {said!r}" if said else "; check that ipykernel is installed"
+            raise KernelStartFailed(f"the kernel did not start ({exc}){hint}") from exc
         return self
+
+    def _last_words(self) -> str:
+        """The last line the kernel wrote to its standard error ('' when it wrote nothing)."""
+        self._stderr.seek(0)
+        lines = self._stderr.read().decode("utf-8", "replace").strip().splitlines()
+        return lines[-1][:300] if lines else ""
 
     @property
     def alive(self) -> bool:
@@ -176,8 +205,14 @@ class NotebookKernel:
         if self._client is not None:
             self._client.stop_channels()
             self._client = None
-        if self._manager.has_kernel:
+        if self._manager is not None and self._manager.has_kernel:
             self._kill()
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
+        if self._sockets is not None:
+            shutil.rmtree(self._sockets, ignore_errors=True)
+            self._sockets = None
 
     def _wait(self, waiting: _Waiting, index: int, deadline: float) -> CellStatus:
         while not waiting.finished:
