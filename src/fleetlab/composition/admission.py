@@ -138,8 +138,8 @@ class Dispatcher:
         lane = TURN_SPREAD / (self.workers + 2)
         tally = _Tally()
 
-        def finished() -> bool:
-            return clock.now() >= end or (not tally.sending and held(self.backend, self.queue_url) == 0)
+        def finished(at: float) -> bool:  # ``at``: the caller's due time, never ``now`` (it ticks while actors run)
+            return at >= end or (not tally.sending and held(self.backend, self.queue_url) == 0)
 
         def sender() -> None:
             for at, bodies in sorted(arrivals, key=lambda arrival: arrival[0]):
@@ -148,21 +148,23 @@ class Dispatcher:
             tally.sending = False
 
         def sampler() -> None:
+            due = start
             for sample in itertools.count(1):
                 tally.depth.append((round(clock.now() - start, 3), depth(self.backend, self.queue_url)))
-                if finished():
+                if finished(due):
                     return
-                clock.sleep(start + sample * sample_seconds + (self.workers + 1) * lane - clock.now())
+                due = start + sample * sample_seconds + (self.workers + 1) * lane
+                clock.sleep(due - clock.now())
 
         def worker(index: int) -> None:
             allowance = Allowance(self.governor, batch=self.batch)
             tally.allowances.append(allowance)
             offset = (index + 1) * lane
             when = start + offset
-            while not finished():
+            while not finished(when):
                 when = self._work_once(index, allowance, tally, start, when, offset)
                 clock.sleep(when - clock.now())
-            allowance.give_back()
+            allowance.give_back(at=when)
 
         clock.run_together(sender, sampler, *[lambda i=i: worker(i) for i in range(self.workers)], timeout=timeout)
         return DispatchRun(
@@ -179,21 +181,22 @@ class Dispatcher:
 
         Returns when the worker's next turn is due. Turns are kept on the worker's own timeline (its
         last due time plus what the turn took, ``offset`` into each millisecond), never on ``now``,
-        which ticks while actors run: on the virtual clock the order of turns then depends on the
-        seed alone, so a seeded run replays exactly.
+        which ticks while actors run; the governor's window is read at the turn's due time too, so a
+        slow turn near a window's end never draws from the next one. On the virtual clock the order of
+        turns and draws then depends on the seed alone, so a seeded run replays exactly.
         """
         if self.concurrency is not None and index >= self.concurrency.limit:
             return when + self.poll_seconds
-        if self.admission and not allowance.ensure(self.call_tokens):
+        if self.admission and not allowance.ensure(self.call_tokens, at=when):
             tally.add(holds=1)
             self._throttled(tally, start)
-            return max(self.governor.next_window() + offset, when + self.poll_seconds)
+            return max(self.governor.next_window(at=when) + offset, when + self.poll_seconds)
         messages = receive(self.backend, self.queue_url, max_messages=1, wait_seconds=0)
         if not messages:
             return when + self.poll_seconds
         body = json.loads(messages[0]["Body"])
         try:
-            allowance.spend(int(body["tokens"]))
+            allowance.spend(int(body["tokens"]), at=when)
         except QuotaExhausted:
             tally.add(failed_calls=1)
             self._throttled(tally, start)

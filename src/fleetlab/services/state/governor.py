@@ -160,9 +160,9 @@ class TokenGovernor:
         at = self.clock.now() if at is None else at
         return math.floor(at / self.quota.window_seconds) * self.quota.window_seconds
 
-    def next_window(self) -> float:
-        """When the current window ends and its quota is whole again."""
-        return self.window_start() + self.quota.window_seconds
+    def next_window(self, at: float | None = None) -> float:
+        """When the window holding ``at`` (default: now) ends and its quota is whole again."""
+        return self.window_start(at) + self.quota.window_seconds
 
     def read(self) -> CounterView:
         """The counter as it is now (a strongly consistent read)."""
@@ -174,8 +174,8 @@ class TokenGovernor:
         view = self.read()
         return view.used if view.window_start == self.window_start() else 0
 
-    def draw(self, tokens: int, seen: CounterView, *, priority: bool = False) -> Draw:
-        """Draw ``tokens`` for the current window, starting from the counter as ``seen``.
+    def draw(self, tokens: int, seen: CounterView, *, priority: bool = False, at: float | None = None) -> Draw:
+        """Draw ``tokens`` for the window holding ``at`` (default: now), starting from the counter as ``seen``.
 
         Returns a granted Draw, or one with ``granted`` 0 when the window has
         no room (exhaustion). A conflict retries at once on the count the
@@ -186,7 +186,7 @@ class TokenGovernor:
         usable = self.quota.usable(priority=priority)
         conflicts = 0
         while True:
-            window = self.window_start()
+            window = self.window_start(at)
             current = self._try_draw(tokens, seen, window, usable)
             if current is None:
                 self._count(writes=1, granted=1, drawn=tokens)
@@ -272,12 +272,13 @@ class Allowance:
                                        hint="1 is the naive governor: one conditional write per model call")
         self.seen = self.governor.read()
 
-    def ensure(self, tokens: int) -> bool:
-        """Make sure ``tokens`` can be spent in this window, drawing if short. False when the governor refuses."""
-        self._expire_if_rolled_over()
+    def ensure(self, tokens: int, at: float | None = None) -> bool:
+        """Make sure ``tokens`` can be spent in the window holding ``at`` (default: now), drawing if short.
+        False when the governor refuses."""
+        self._expire_if_rolled_over(at)
         if self.remaining >= tokens:
             return True
-        draw = self.governor.draw(max(self.batch, tokens - self.remaining), self.seen, priority=self.priority)
+        draw = self.governor.draw(max(self.batch, tokens - self.remaining), self.seen, priority=self.priority, at=at)
         self.seen = draw.seen
         if not draw.granted:
             return False
@@ -287,20 +288,22 @@ class Allowance:
         self.remaining += draw.granted
         return self.remaining >= tokens
 
-    def spend(self, tokens: int) -> None:
-        """Take ``tokens`` for one model call. Raises QuotaExhausted when the governor has no room for them."""
-        if not self.ensure(tokens):
+    def spend(self, tokens: int, at: float | None = None) -> None:
+        """Take ``tokens`` for one model call at ``at`` (default: now). Raises QuotaExhausted when the governor
+        has no room for them."""
+        if not self.ensure(tokens, at):
             raise QuotaExhausted(
                 f"quota {self.governor.quota.name!r} has no room for {tokens} tokens in this window; "
                 "hold the work on its queue until the window rolls over",
-                retry_at=self.governor.next_window(),
+                retry_at=self.governor.next_window(at),
             )
         self.remaining -= tokens
         self.spent += tokens
 
-    def give_back(self) -> int:
-        """Return the unspent tokens to the counter; how many went back (0 if the window ended: they expired)."""
-        self._expire_if_rolled_over()
+    def give_back(self, at: float | None = None) -> int:
+        """Return the unspent tokens to the counter at ``at`` (default: now); how many went back (0 if the
+        window ended: they expired)."""
+        self._expire_if_rolled_over(at)
         tokens, self.remaining = self.remaining, 0
         if tokens and self.governor.give_back(tokens, self.window_start):
             self.returned += tokens
@@ -308,8 +311,8 @@ class Allowance:
         self.expired += tokens
         return 0
 
-    def _expire_if_rolled_over(self) -> None:
-        if self.remaining and self.governor.window_start() != self.window_start:
+    def _expire_if_rolled_over(self, at: float | None) -> None:
+        if self.remaining and self.governor.window_start(at) != self.window_start:
             self._expire()
 
     def _expire(self) -> None:
