@@ -10,7 +10,10 @@ into the venv or the home directory and no personal setting changes what it sees
 - ``--LabApp.user_settings_dir`` and ``--LabApp.workspaces_dir`` start empty (user
   settings would beat the overrides; a saved workspace would reopen old tabs);
 - ``JUPYTER_CONFIG_DIR``, ``JUPYTER_DATA_DIR``, ``JUPYTER_RUNTIME_DIR``,
-  ``IPYTHONDIR`` and ``FLEETLAB_HOME`` (progress, fidelity cache) are temporary too.
+  ``IPYTHONDIR`` and ``FLEETLAB_HOME`` (progress, fidelity cache) are temporary too;
+- ``JUPYTER_PATH`` starts with a temporary folder (searched before the venv's kernelspecs); under
+  ``make test`` (a warm template running) its ``python3`` kernelspec is the warm one, so each
+  notebook's kernel is forked from the template, not imported anew.
 
 The server's root is a temporary folder holding a copy of ``tests/e2e/fixtures/`` and a
 symlink ``labs`` to the repository's ``labs/``: the fixture is never edited in place
@@ -33,6 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from fleetlab_tools.kernel_launcher import WARM_VARIABLE
+from fleetlab_tools.warm_kernels import write_kernelspec
 
 E2E_DIR = Path(__file__).resolve().parent
 REPO_ROOT = E2E_DIR.parents[1]
@@ -163,11 +168,14 @@ def _make_jupyter_dirs(tmp: Path) -> dict[str, Path]:
     """Temporary Jupyter directories; app settings carry the test's overrides.json."""
     dirs = {
         name: tmp / name
-        for name in ("app_settings", "user_settings", "workspaces", "config", "data", "runtime", "ipython", "fleetlab")
+        for name in ("app_settings", "user_settings", "workspaces", "config", "data", "runtime", "ipython", "fleetlab",
+                     "path")
     }
     for path in dirs.values():
         path.mkdir()
     shutil.copyfile(OVERRIDES_FILE, dirs["app_settings"] / "overrides.json")
+    if WARM_VARIABLE in os.environ:  # make test runs under a warm template: the notebooks' kernels fork from it
+        write_kernelspec(dirs["path"] / "kernels" / "python3")
     return dirs
 
 
@@ -206,6 +214,7 @@ def _server_env(dirs: dict[str, Path]) -> dict[str, str]:
         JUPYTER_DATA_DIR=str(dirs["data"]),
         JUPYTER_RUNTIME_DIR=str(dirs["runtime"]),
         IPYTHONDIR=str(dirs["ipython"]),
+        JUPYTER_PATH=os.pathsep.join(filter(None, [str(dirs["path"]), os.environ.get("JUPYTER_PATH")])),
     )
     return env
 
