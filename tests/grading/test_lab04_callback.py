@@ -72,16 +72,16 @@ def test_the_heartbeat_window_counts_from_the_workers_first_act_not_from_the_mac
     # a graded answer reached its first line 2.5 s after the task was handed (its process was slow to get
     # there), then worked 0.1 s and answered: no beat was due in the quick step's 3 s window, and none is asked for
     assert a_succeeded_step("quick answer", working=2.5, beats=(), answered=2.61) == ""
-    # the same delay before a 2.8 s step that never beats: the gap is the answer's own
-    silent = a_succeeded_step("long step", working=0.85, beats=(), answered=3.66)
+    # the same delay before a 5.6 s step that never beats: the gap is the answer's own
+    silent = a_succeeded_step("long step", working=0.85, beats=(), answered=6.46)
     assert "no SendTaskHeartbeat came" in silent
-    # a beat before the work is the first act: from it to the answer, past the silent 2.8 s of work, is a gap
-    assert "gaps of up to 3.21 s" in a_succeeded_step("long step", working=0.9, beats=(0.5,), answered=3.71)
+    # a beat before the work is the first act: from it to the answer, past the silent 5.6 s of work, is a gap
+    assert "gaps of up to 6.01 s" in a_succeeded_step("long step", working=0.9, beats=(0.5,), answered=6.51)
 
 
 def test_beats_refused_because_the_timer_ran_out_before_the_worker_had_the_task_are_the_machines_doing():
     """The long step's timer started before the worker was handed it and ran out: the beats, every third of its
-    2 s window from the first act, were refused (moto answers InvalidToken once the execution has ended), and so
+    4 s window from the first act, were refused (moto answers InvalidToken once the execution has ended), and so
     was the answer."""
     from fleetlab.course.checks.lab04 import callback
     from fleetlab.course.experiments.callbacks import CallbackRun
@@ -92,16 +92,16 @@ def test_beats_refused_because_the_timer_ran_out_before_the_worker_had_the_task_
 
     def judged(beats: tuple[float, ...], code: str, *, ran_out: float) -> str:
         calls = [*(Call(at, "worker-1", "SendTaskHeartbeat", "t", False, code) for at in beats),
-                 Call(2.86, "worker-1", "SendTaskSuccess", "t", False, code)]
-        watch = callback._Watch(calls=calls, started={"t": 0.0}, working={"t": 0.05}, returned={"t": 2.86})
+                 Call(5.72, "worker-1", "SendTaskSuccess", "t", False, code)]
+        watch = callback._Watch(calls=calls, started={"t": 0.0}, working={"t": 0.1}, returned={"t": 5.72})
         run = CallbackRun("long", "arn", (step.behaviour,), status="FAILED", tokens=["t"],
                           history=[HistoryRow(1, ran_out, "ExecutionFailed", "States.Timeout: the task's timer")])
         return callback._judge_step(step, run, watch)
 
-    every_third = (0.72, 1.39, 2.06, 2.73)
+    every_third = (1.44, 2.78, 4.12, 5.46)
     assert "this machine was too busy" in judged(every_third, "InvalidToken", ran_out=0.0)
-    assert "this machine was too busy" in judged(every_third, "TaskTimedOut", ran_out=0.8)  # one raced it
+    assert "this machine was too busy" in judged(every_third, "TaskTimedOut", ran_out=1.6)  # one raced it
     # a worker that beat once a window is still told so, however its beats were refused
-    assert "gaps of up to 2.00 s" in judged((2.05,), "InvalidToken", ran_out=0.0)
+    assert "gaps of up to 4.00 s" in judged((4.1,), "InvalidToken", ran_out=0.0)
     # beats refused before the timer ran out (a token the worker mangled) are no beats
-    assert "gaps of up to 2.01 s" in judged(every_third, "InvalidToken", ran_out=2.0)
+    assert "gaps of up to 4.02 s" in judged(every_third, "InvalidToken", ran_out=4.0)

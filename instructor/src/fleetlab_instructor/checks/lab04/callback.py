@@ -1,7 +1,7 @@
 """``04.callback``: the hidden steps, the reference worker and both catalogues.
 
 The hidden case runs a failure under another error name, a step longer than
-a 2 s heartbeat window, and a failure that comes after TimeoutSeconds, so a
+a 4 s heartbeat window, and a failure that comes after TimeoutSeconds, so a
 worker fitted to the public steps (a hard-coded error name) does not pass.
 The reference is the library's own callback worker, ``answer_task``.
 """
@@ -22,9 +22,9 @@ from fleetlab.services.stepfunctions.worker import DEAD_TOKEN_ERRORS, answer_tas
 from fleetlab_instructor.checks import InstructorSide, RightAnswer, WrongAnswer
 
 HIDDEN = (
-    Steps("a failure named ToolTimeout, a 3 s step under HeartbeatSeconds 2, a failure after TimeoutSeconds 2", (
+    Steps("a failure named ToolTimeout, a 6 s step under HeartbeatSeconds 4, a failure after TimeoutSeconds 2", (
         Step("failure", fails("ToolTimeout", "search took too long", after=0.1), 5, QUICK_HEARTBEAT),
-        Step("long step", answers(STEP_OUTPUT, after=3.0), 6, 2),
+        Step("long step", answers(STEP_OUTPUT, after=6.0), 10, 4),
         Step("late failure", fails("AgentFailed", "gave up", after=2.2), 2, 1, late=True),
     )),
 )

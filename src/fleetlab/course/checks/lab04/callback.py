@@ -131,17 +131,17 @@ CALLBACK_SIGNATURE = "complete_task(sfn, token, work, heartbeat_seconds, clock)"
     "04.callback",
     title="A callback worker: heartbeat, answer, drop a dead token",
     points=3,
-    public=[Steps("four steps at once: a quick answer, a failure named AgentFailed, a 2.8 s step under "
-                  "HeartbeatSeconds 2, a 2.2 s step under TimeoutSeconds 2", (
+    public=[Steps("four steps at once: a quick answer, a failure named AgentFailed, a 5.6 s step under "
+                  "HeartbeatSeconds 4, a 2.2 s step under TimeoutSeconds 2", (
                       Step("quick answer", answers(STEP_OUTPUT, after=0.1), 5, QUICK_HEARTBEAT),
                       Step("failure", fails("AgentFailed", "the tool returned nothing", after=0.1), 5,
                            QUICK_HEARTBEAT),
-                      Step("long step", answers(STEP_OUTPUT, after=2.8), 6, 2),
+                      Step("long step", answers(STEP_OUTPUT, after=5.6), 10, 4),
                       Step("late step", answers(STEP_OUTPUT, after=2.2), 2, 1, late=True),
                   ))],
     hidden_cases=1,
     function="complete_task",
-    timeout=20,
+    timeout=30,
 )
 def check_callback(answer: Any, case: Steps, ctx: Any) -> CaseOutcome:
     problem = _signature_problem(answer, 5, CALLBACK_SIGNATURE)
