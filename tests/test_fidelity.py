@@ -242,7 +242,7 @@ def test_a_probe_with_an_observation_missing_is_a_failed_measurement(
 
 
 def test_failed_probe_is_recorded_cleaned_up_and_not_cached(
-    moto_backend: Backend, monkeypatch: pytest.MonkeyPatch
+    moto_backend: Backend, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     def falls_over(scratch: fidelity.Scratch) -> fidelity.Observation:
         scratch.queue("falls-over")
@@ -257,6 +257,7 @@ def test_failed_probe_is_recorded_cleaned_up_and_not_cached(
     assert finding.matches_aws is False
     assert leftovers(moto_backend) == NO_LEFTOVERS
     assert not fidelity.cache_path(moto_backend).exists()
+    assert "not caching the moto fidelity table: test.falls_over: probe failed: RuntimeError" in caplog.text
 
 
 # --------------------------------------------------------------------------- memo and cache

@@ -2,6 +2,11 @@ from pathlib import Path
 
 from fleetlab_instructor.grading.sandbox import kernel_env, measure_graded_backend, share_fidelity_tables
 
+from fleetlab.backends import fidelity
+from fleetlab.backends.fidelity import Feature, Observation, Probe
+from fleetlab.backends.fidelity.cache import failed_findings
+from fleetlab.core.errors import Timeout
+
 GRADER = {
     "PATH": "/usr/bin",
     "PYTHONPATH": "/fixtures",
@@ -70,7 +75,8 @@ def test_the_batch_starts_from_the_graders_fidelity_tables_and_takes_nothing_els
 
 def test_the_grader_measures_the_graded_backends_table_once_for_every_batch(tmp_path, monkeypatch):
     monkeypatch.setenv("FLEETLAB_FIDELITY_CACHE", str(tmp_path / "grader-cache"))
-    measure_graded_backend()
+    table = measure_graded_backend()
+    assert [f"{f.feature}: {f.observed}" for f in failed_findings(table)] == []  # a failed table is never cached
     tables = sorted(path.name for path in (tmp_path / "grader-cache").glob("fidelity-moto-*.json"))
     assert len(tables) == 1
     written = (tmp_path / "grader-cache" / tables[0]).stat().st_mtime_ns
@@ -78,3 +84,20 @@ def test_the_grader_measures_the_graded_backends_table_once_for_every_batch(tmp_
     assert (tmp_path / "grader-cache" / tables[0]).stat().st_mtime_ns == written
     share_fidelity_tables(tmp_path / "shared")
     assert [path.name for path in (tmp_path / "shared" / "fidelity").iterdir()] == tables
+
+
+def test_a_probe_that_fails_once_is_measured_again_and_the_table_cached(tmp_path, monkeypatch):
+    attempts = []
+
+    def fails_once(scratch):
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise Timeout("the machine was busy")
+        return Observation("measured", True)
+
+    feature = Feature("test.fails_once", "A probe that fails on its first run", aws="-", workaround="-")
+    monkeypatch.setattr(fidelity.probes, "PROBES", [Probe((feature,), fails_once)])
+    monkeypatch.setenv("FLEETLAB_FIDELITY_CACHE", str(tmp_path))
+    table = measure_graded_backend()
+    assert len(attempts) == 2 and table.get("test.fails_once").observed == "measured"
+    assert len(list(tmp_path.glob("fidelity-moto-*.json"))) == 1

@@ -23,7 +23,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from fleetlab.backends.backend import open_backend
-from fleetlab.backends.fidelity.cache import TABLE_FILES, cache_folder, probe
+from fleetlab.backends.fidelity.cache import TABLE_FILES, cache_folder, failed_findings, probe
+from fleetlab.backends.fidelity.table import FidelityTable
 from fleetlab.course.grading.learner import INSTRUCTOR_PACKAGE
 from fleetlab_tools.kernel_launcher import WARM_VARIABLE
 
@@ -89,16 +90,19 @@ def write_kernel_startup(shared: Path) -> None:
     (startup / "00-fleetlab-graded.py").write_text(KERNEL_STARTUP)
 
 
-def measure_graded_backend() -> None:
+def measure_graded_backend() -> FidelityTable:
     """Make sure the grader's own cache holds the fidelity table of ``moto``, the backend every graded kernel opens.
 
     Measured once per machine (a few seconds, in the grader's process) and
     then read from the cache; without it, the first kernels of every batch
-    would each measure it for themselves.
+    would each measure it for themselves. A table with a failed probe is
+    not cached (``probe`` logs which): it is measured once more, and if a
+    probe fails again the table is returned uncached, its failures named.
     """
     backend = open_backend("moto")
     try:
-        probe(backend)
+        table = probe(backend)
+        return probe(backend, refresh=True) if failed_findings(table) else table
     finally:
         backend.close()
 

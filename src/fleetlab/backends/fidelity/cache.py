@@ -23,7 +23,7 @@ import boto3
 from fleetlab.backends.backend import Backend
 from fleetlab.backends.fidelity import probes
 from fleetlab.backends.fidelity.probes.base import Observation
-from fleetlab.backends.fidelity.table import FidelityTable
+from fleetlab.backends.fidelity.table import FidelityTable, Finding
 from fleetlab.core.errors import ConfigError
 from fleetlab.core.files import write_atomically
 from fleetlab.core.settings import settings
@@ -53,9 +53,18 @@ def probe(backend: Backend, *, refresh: bool = False) -> FidelityTable:
     if backend.closed:
         raise ConfigError(f"the {backend.name} backend is closed; open it again (open_backend) to probe it")
     table = FidelityTable(backend=backend.name, versions=_versions(backend), findings=probes.measure(backend))
-    if not any(f.observed.startswith(probes.PROBE_FAILED) for f in table.findings):
+    failed = failed_findings(table)
+    if failed:
+        _log.warning("not caching the %s fidelity table: %s", backend.name,
+                     "; ".join(f"{f.feature}: {f.observed}" for f in failed))
+    else:
         _write_cache(backend, table)
     return _remember(backend, table)
+
+
+def failed_findings(table: FidelityTable) -> tuple[Finding, ...]:
+    """The findings of ``table`` whose probe failed (a table holding one is never cached)."""
+    return tuple(f for f in table.findings if f.observed.startswith(probes.PROBE_FAILED))
 
 
 def _aws_reference() -> FidelityTable:
