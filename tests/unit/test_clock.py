@@ -137,6 +137,30 @@ def test_an_excursion_takes_back_the_time_it_spent(clock):
     assert abs(clock.now() - before) < 1
 
 
+def test_time_held_still_moves_only_by_sleep_and_skip_and_ticks_again_after(clock):
+    with clock.still():
+        held = clock.now()
+        time.sleep(0.02)  # real time passes (the subject here, not a wait for anything)
+        assert clock.now() == held
+        with clock.still():  # nested: the outer block still holds time when this one ends
+            clock.sleep(60)
+        time.sleep(0.02)
+        assert clock.now() == held + 60
+        clock.skip(5)
+        assert clock.now() == held + 65
+    after = clock.now()
+    time.sleep(0.02)
+    assert clock.now() > after
+
+
+def test_a_real_clock_cannot_be_held_still():
+    real = RealClock()
+    with real.still():
+        before = real.now()
+        time.sleep(0.02)
+        assert real.now() > before
+
+
 def test_real_tasks_that_overrun_are_cancelled():
     real = RealClock()
     with pytest.raises(Timeout, match="tasks still running after 0.3 s"):

@@ -32,6 +32,8 @@ Every clock offers:
   time even under the virtual clock; it raises ``Timeout`` when it gives up;
 * ``excursion()``: a block whose passing of time is taken back afterwards
   (the capability probe jumps days ahead and must leave the clock as it was).
+* ``still()``: a block in which time moves only by ``sleep`` and ``skip``, not
+  with real time (a seeded chaos day is then the same on a busy machine).
 """
 
 from __future__ import annotations
@@ -115,6 +117,9 @@ class Clock(Protocol):
 
     def excursion(self) -> contextlib.AbstractContextManager[None]:
         """A block whose passing of time is taken back when it ends (where time can be)."""
+
+    def still(self) -> contextlib.AbstractContextManager[None]:
+        """A block in which time moves only by ``sleep`` and ``skip`` (where time can be held: the virtual clock)."""
 
     def close(self) -> None:
         """Release the clock (a virtual clock stops moving the process's time)."""

@@ -175,6 +175,11 @@ class RealClock:
         """Real time cannot be taken back: the block simply runs."""
         yield
 
+    @contextlib.contextmanager
+    def still(self) -> Iterator[None]:
+        """Real time cannot be held still: the block simply runs."""
+        yield
+
     def close(self) -> None:
         self.cancel()
 

@@ -11,7 +11,8 @@ wake-up once all of them sleep, so a two-worker race over a 15-minute
 visibility window is replayed exactly, every run, in milliseconds; however
 the call ends, no actor of it is left running. ``wait_until`` polls on *real*
 time, because an emulator's own timers run in real time even here;
-``excursion`` takes back every jump and tick of its block.
+``excursion`` takes back every jump and tick of its block; ``still`` stops
+the ticking for its block.
 """
 
 from __future__ import annotations
@@ -90,6 +91,7 @@ class VirtualClock:
         self._turn = threading.Condition()
         self._actors: dict[int, _Actor] = {}
         self._group: _Group | None = None
+        self._still = 0
         _active_virtual.append(self)
 
     def now(self) -> float:
@@ -167,6 +169,24 @@ class VirtualClock:
             yield
         finally:
             self._coordinates.shift(start - self.now())
+
+    @contextlib.contextmanager
+    def still(self) -> Iterator[None]:
+        """Hold time still for the block: it moves only by ``sleep`` and ``skip``, never with real time.
+
+        What the block does between two waits then happens at one instant, however
+        long it takes on this machine, so a seeded run of it is the same on every
+        machine. Time ticks again when the outermost ``still`` block ends.
+        """
+        self._still += 1
+        if self._still == 1:
+            self._coordinates.move_to(self.now(), tick=False)
+        try:
+            yield
+        finally:
+            self._still -= 1
+            if self._still == 0:
+                self._coordinates.move_to(self.now(), tick=True)
 
     def close(self) -> None:
         if self in _active_virtual:

@@ -8,7 +8,9 @@ from the token governor through an allowance. Work is fed a chunk at a time
 (the burst at once), and each batch is worked until no work queue holds a
 message: in rounds where each queue gets as many receives as the
 autoscaler's replicas (KEDA's formula on the backlog), the virtual clock
-moving one visibility timeout when a round finds nothing. On a scaled clock
+moving one visibility timeout when a round finds nothing. On moto the
+virtual clock is held still (``clock.still``): time moves only by the day's
+own waits, so a seed gives the same day on a busy machine. On a scaled clock
 (LocalStack, AWS) each of the day's own waits skips (``clock.skip``: model
 steps, held steps, quota windows, the replay's reach, a visibility timeout
 waited out), and before each receive a ``VisibilityCatchUp`` gives back
@@ -83,9 +85,10 @@ def run_chaos_day(backend: Backend, config: FleetConfig | None = None, schedule:
     started = time.perf_counter()
     topology = provision(backend, _spec(config), prefix=new_prefix("chaosday"))
     try:
-        day = _Day(backend, topology, config, schedule)
-        day.run(progress)
-        return day.scoreboard(budgets or Budgets(), run_seconds=time.perf_counter() - started)
+        with backend.clock.still():
+            day = _Day(backend, topology, config, schedule)
+            day.run(progress)
+            return day.scoreboard(budgets or Budgets(), run_seconds=time.perf_counter() - started)
     finally:
         topology.teardown()
 

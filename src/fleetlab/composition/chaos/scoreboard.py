@@ -117,10 +117,10 @@ class Scoreboard:
         return [result.name for result in (*self.invariants, *self.budgets) if not result.ok]
 
     def comparable(self) -> tuple[object, ...]:
-        """What the same seed and config reproduce exactly: every result's verdict, the step counts, the
-        crashes, the diagnoses and the replay. Left out: figures that depend on exactly when a call falls
-        (the virtual clock ticks with real time between its jumps), such as the governor's draws per window,
-        and so the API call count, and the wall time."""
+        """What the same seed and config reproduce exactly on every backend: every result's verdict, the step
+        counts, the crashes, the diagnoses and the replay. Left out: the wall time, and figures that depend on
+        exactly when a call falls in real time, such as the governor's draws per window and so the API call
+        count. (On moto, whose clock the day holds still, those repeat too.)"""
         counts = self.counts
         steps = (counts.accepted, counts.completed, counts.lost, counts.stranded, counts.duplicated, counts.parked,
                  counts.hung, counts.traced, counts.spend, counts.replayed)
