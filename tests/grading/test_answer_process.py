@@ -30,6 +30,7 @@ from fleetlab.course.grading import registry, run_check
 from fleetlab.course.grading.answerhost import AnswerHost
 from fleetlab.course.grading.judge import keep_memory_private
 from fleetlab.course.grading.remote import Peer, RemoteError, RemoteFailed, _DataOnly, settle_everywhere
+from fleetlab.course.grading.registry import StopAnswer
 from fleetlab.course.grading.results import CheckStatus
 
 
@@ -190,6 +191,46 @@ def test_an_exception_of_the_graders_let_through_comes_back_as_the_same_object(h
     with pytest.raises(StepFailed) as raised:
         loaded(host, lets_through)(step)
     assert raised.value is failure
+
+
+def test_an_exception_of_the_graders_let_through_carries_the_learners_frames_it_passed(host):
+    def lets_through(step):
+        step()  # the learner's line the grader's exception passes
+
+    failure = ValueError("a parameter the service refuses")
+
+    def step():
+        raise failure
+
+    with pytest.raises(ValueError) as raised:
+        loaded(host, lets_through)(step)
+    assert raised.value is failure
+    frames = vars(raised.value)["__fleetlab_remote_frames__"]
+    assert frames[0].name == "lets_through" and frames[0].filename == __file__
+
+
+class _Stop(StopAnswer):
+    """A harness's stop, as lab 04's harness stops a worker that keeps answering on a dead token."""
+
+
+def test_a_harness_stop_unwinds_the_answer_past_except_exception_and_comes_back_as_itself(host):
+    def keeps_trying(call):
+        for _ in range(3):
+            try:
+                call()
+            except Exception:  # noqa: BLE001 - a learner's catch-all: the stop is no Exception
+                continue
+        return "never stopped"
+
+    stop = _Stop()
+
+    def refuse():
+        raise stop
+
+    with pytest.raises(_Stop) as raised:
+        loaded(host, keeps_trying)(refuse)
+    assert raised.value is stop
+    assert loaded(host, lambda: "the answers' process is still up")() == "the answers' process is still up"
 
 
 def test_a_timer_the_answer_drops_is_released_in_the_judge_once_both_sides_settle(host):

@@ -72,6 +72,7 @@ from botocore.exceptions import ClientError
 
 from fleetlab.core.errors import FleetlabError
 from fleetlab.course.grading import learner
+from fleetlab.course.grading.registry import StopAnswer
 
 WAIT_SLICE = 0.05
 """Seconds between a waiting thread's checks for an exception raised in it."""
@@ -102,6 +103,10 @@ class RemoteFailed(FleetlabError):
 
 class RemoteError(Exception):
     """An exception of a class that cannot be rebuilt here; its class is named as the original was."""
+
+
+class RemoteStop(StopAnswer):
+    """A harness's StopAnswer where the learner's code runs: it unwinds that code and goes back as the original."""
 
 
 class _DataOnly(pickle.Unpickler):
@@ -178,7 +183,7 @@ class Peer:
         lent: list[Any] = []
         try:
             self._send(("req", chain, operation, self._encode_request(operation, args, lent)))
-            return self._await_reply(self._inboxes[chain], lent)
+            ok, value = self._await_reply(self._inboxes[chain], lent)
         except Exception:
             raise
         except BaseException:  # abandoned mid-call (a case past its deadline): the other side is mid-call too
@@ -188,6 +193,9 @@ class Peer:
             if outermost:
                 self._local.chain = None
                 self._inboxes.pop(chain, None)
+        if ok:
+            return value
+        raise value  # the call's own exception (a harness's StopAnswer too): the other side has finished it
 
     def settle(self, rounds: int = 4) -> None:
         """Release what this side dropped, let the other side collect and release what that freed, and so on,
@@ -219,7 +227,9 @@ class Peer:
         except BaseException as exc:
             self._break("it exited or was killed" if isinstance(exc, EOFError) else f"{type(exc).__name__}: {exc}")
 
-    def _await_reply(self, inbox: queue.SimpleQueue[tuple[Any, ...]], lent: list[Any]) -> Any:
+    def _await_reply(self, inbox: queue.SimpleQueue[tuple[Any, ...]], lent: list[Any]) -> tuple[bool, Any]:
+        """Serve the other side's calls in this chain until the reply comes: (True, its value) or (False, its
+        exception). Raises RemoteFailed when the connection breaks or the reply is not the protocol's."""
         while True:
             try:
                 message = inbox.get(timeout=WAIT_SLICE)
@@ -238,10 +248,10 @@ class Peer:
             self._take_back(lent, payload[1])
             value = self._decode(payload[0])
             if ok is True:
-                return value
+                return True, value
             if not isinstance(value, BaseException):
                 raise RemoteFailed("the other process failed a call without saying why")
-            raise value
+            return False, value
 
     def _serve(self, message: tuple[Any, ...]) -> None:
         """Run one request from the other side in this thread, in its chain, and send the reply."""
@@ -256,7 +266,7 @@ class Peer:
                 if operation not in self._operations:
                     raise RemoteFailed(f"{operation!r} is not an operation this side runs")
                 ok, value = True, self._operations[operation](*args)
-            except Exception as exc:
+            except (Exception, StopAnswer) as exc:  # a harness's StopAnswer goes back to the learner's code, too
                 ok, value = False, exc
             except BaseException as exc:  # SystemExit and the like: the learner's, where its code runs
                 if not self.trusted:
@@ -477,6 +487,8 @@ class Peer:
         if isinstance(value, type) and issubclass(value, BaseException):
             return ["EC", value.__module__, value.__qualname__]
         origin = self._origin(value)
+        if origin is not None and isinstance(value, BaseException):
+            return ["BE", origin, _learner_frames(value)]  # back home, with the learner's frames it went through
         if origin is not None:
             return ["B", origin]
         if isinstance(value, numbers.Number) and not isinstance(value, (enum.Enum, decimal.Decimal)):
@@ -505,15 +517,14 @@ class Peer:
             args = self._encode(list(error.args), depth)
         except ValueError:
             args = ["L", str(error)]
-        frames = [[frame.filename, frame.lineno, frame.name, frame.line or ""]
-                  for frame in learner.learner_frames(error)]
+        frames = _learner_frames(error)
         attributes = {name: value for name, value in vars(error).items() if not name.startswith("__fleetlab")}
         try:
             state = self._encode(attributes, depth)
         except ValueError:
             state = ["D"]
         return ["E", self._keep(error), type(error).__module__, type(error).__qualname__, args, str(error),
-                frames, learner.raised_by_learner_stub(error), state]
+                frames, learner.raised_by_learner_stub(error), state, isinstance(error, StopAnswer)]
 
     # --- values in
 
@@ -541,6 +552,8 @@ class Peer:
             return value
         if tag == "B":
             return self._target(_whole(parts[0]))
+        if tag == "BE":
+            return self._returned_exception(_whole(parts[0]), parts[1])
         if tag == "R":
             return self._proxy(_whole(parts[0]), str(parts[1]), tuple(map(str, parts[2])), bool(parts[3]),
                                str(parts[4]))
@@ -569,17 +582,29 @@ class Peer:
         raise RemoteFailed(f"the other process sent a value tagged {tag!r}, which this side does not read")
 
     def _rebuild_exception(self, parts: list[Any], depth: int) -> BaseException:
-        object_id, module, qualname, args, message, frames, stub, state = parts
+        object_id, module, qualname, args, message, frames, stub, state, stop = parts
         args = self._decode(args, depth)
+        if stop is True and self.trusted:  # the judge's harness stopping the learner's code: unwind it
+            return self._mark(RemoteStop(str(message)), _whole(object_id))
         error = _exception_of(str(module), str(qualname), args if isinstance(args, list) else [], str(message))
         attributes = self._decode(state, depth)
         if isinstance(attributes, dict) and not isinstance(error, RemoteError):
             error.__dict__.update({name: value for name, value in attributes.items()
                                    if isinstance(name, str) and not name.startswith("__")})
-        error.__dict__[learner.REMOTE_FRAMES] = [traceback.FrameSummary(str(f), int(n), str(name), line=str(line))
-                                         for f, n, name, line in frames]
+        error.__dict__[learner.REMOTE_FRAMES] = _frame_summaries(frames)
         error.__dict__[learner.REMOTE_STUB] = bool(stub)
         return self._mark(error, _whole(object_id))
+
+    def _returned_exception(self, object_id: int, frames: Any) -> BaseException:
+        """An exception of this side's, back from the other: raised here (a ParamValidationError of the learner's
+        API call), it went through the learner's code there, so it carries the learner's frames it passed."""
+        error = self._target(object_id)
+        if not isinstance(error, BaseException):
+            raise RemoteFailed(f"object {object_id} is not an exception")
+        passed = _frame_summaries(frames)
+        if passed:
+            error.__dict__[learner.REMOTE_FRAMES] = passed
+        return error
 
     def _mark(self, value: Any, their_id: int) -> Any:
         """Remember that ``value`` stands for the other side's object ``their_id``: sent back, it is theirs again
@@ -910,3 +935,17 @@ def warm_clients() -> None:
     starts with them)."""
     for service in CLIENT_SERVICES:
         _answering_client(service, "us-east-1", lambda *_: {})
+
+
+def _learner_frames(error: BaseException) -> list[list[Any]]:
+    """The learner's frames of ``error`` on this side, as the protocol carries them."""
+    return [[frame.filename, frame.lineno, frame.name, frame.line or ""] for frame in learner.learner_frames(error)]
+
+
+def _frame_summaries(frames: Any) -> list[traceback.FrameSummary]:
+    """The frames the other side sent, rebuilt. Raises RemoteFailed for anything but a list of 4-item frames."""
+    try:
+        return [traceback.FrameSummary(str(f), int(n), str(name), line=str(line)) for f, n, name, line in frames]
+    except (TypeError, ValueError) as exc:
+        raise RemoteFailed(f"the other process sent frames that are not this protocol's ({exc})") from None
+

@@ -21,7 +21,7 @@ from botocore.exceptions import ClientError
 
 from fleetlab.course.checks.lab04.common import HEARTBEAT_ERRORS
 from fleetlab.course.experiments.callbacks import Behaviour, CallbackBench, CallbackRun, Plan, answers, fails
-from fleetlab.course.grading.registry import Case, CaseOutcome, register
+from fleetlab.course.grading.registry import Case, CaseOutcome, StopAnswer, register
 from fleetlab.services.stepfunctions import machines
 from fleetlab.services.stepfunctions.worker import DEAD_TOKEN_ERRORS, Call
 
@@ -53,7 +53,7 @@ class Steps(Case):
     steps: tuple[Step, ...] = ()
 
 
-class _RunawayRetry(BaseException):
+class _RunawayRetry(StopAnswer):
     """Raised into a worker that keeps answering on a dead token, to stop it."""
 
 
