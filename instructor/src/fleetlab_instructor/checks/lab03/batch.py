@@ -118,6 +118,35 @@ def _list_of_ids(event: dict[str, Any], process: Any, fifo: bool) -> list[str]:
     return [f["itemIdentifier"] for f in reference_batch_response(event, process, fifo)["batchItemFailures"]]
 
 
+def _fifo_returns_everything_unrun(event: dict[str, Any], process: Any, fifo: bool) -> dict[str, Any]:
+    if fifo:
+        return {"batchItemFailures": [{"itemIdentifier": r["messageId"]} for r in event["Records"]]}
+    return reference_batch_response(event, process, fifo)
+
+
+def _fifo_one_record_per_batch(event: dict[str, Any], process: Any, fifo: bool) -> dict[str, Any]:
+    if not fifo:
+        return reference_batch_response(event, process, fifo)
+    first, *rest = event["Records"]
+    try:
+        process(first)
+        failed = rest
+    except Exception:
+        failed = [first, *rest]
+    return {"batchItemFailures": [{"itemIdentifier": r["messageId"]} for r in failed]}
+
+
+def _bare_id_strings(event: dict[str, Any], process: Any, fifo: bool) -> dict[str, Any]:
+    response = reference_batch_response(event, process, fifo)
+    return {"batchItemFailures": [f["itemIdentifier"] for f in response["batchItemFailures"]]}
+
+
+def _powertools_handler_misnamed(event: dict[str, Any], process: Any, fifo: bool) -> Any:
+    processor = SqsFifoPartialProcessor() if fifo else BatchProcessor(event_type=EventType.SQS)
+    return process_partial_response(event=event, record_handler=lambda item: process(item.raw_event),
+                                    processor=processor)
+
+
 RIGHT_ANSWERS = (
     RightAnswer("Powertools' BatchProcessor and SqsFifoPartialProcessor", _powertools),
     RightAnswer("FIFO skips only the failed record's message group", _skip_group),
@@ -133,6 +162,13 @@ WRONG_ANSWERS = (
     WrongAnswer("stops at the first failure on a standard queue too", _stop_everywhere, "never ran and was parked"),
     WrongAnswer("names receipt handles", _by_receipt_handle, "messageId"),
     WrongAnswer("returns a bare list of ids", _list_of_ids, "batchItemFailures"),
+    WrongAnswer("FIFO: returns the whole batch unrun", _fifo_returns_everything_unrun,
+                "unprocessed, though no earlier record had failed"),
+    WrongAnswer("FIFO: runs one record per batch, returns the rest", _fifo_one_record_per_batch,
+                "unprocessed, though no earlier record had failed"),
+    WrongAnswer("batchItemFailures holds bare messageId strings", _bare_id_strings, "not an object"),
+    WrongAnswer("Powertools with a record handler that takes another parameter name", _powertools_handler_misnamed,
+                "no record reached process(record)"),
 )
 
 SIDE = InstructorSide("03.batch", hidden=HIDDEN, reference=reference_batch_response,

@@ -164,6 +164,10 @@ def _judge(case: Batch, run: _Run, parked: set[str]) -> CaseOutcome:
 def _judge_invocation(case: Batch, invocation: _Invocation) -> str:
     """What went wrong in one invocation, in the learner's terms ("" when nothing did)."""
     if invocation.raised is not None:
+        if isinstance(invocation.raised, BatchProcessingError) and not invocation.ran:
+            why = _first_child(invocation.raised)
+            return (f"no record reached process(record): Powertools found every record failed ({why}), so the "
+                    "whole batch returns. Check the record handler you gave it")
         if isinstance(invocation.raised, BatchProcessingError) and set(invocation.failed) >= set(invocation.ran):
             return ""  # Powertools fails the invocation when every record failed: the whole batch returns, rightly
         ok = [trace for trace in invocation.ran if trace not in invocation.failed]
@@ -180,6 +184,11 @@ def _judge_invocation(case: Batch, invocation: _Invocation) -> str:
                 return (f"{trace} ran after {earlier[0]} had failed in the same batch, which broke the order of "
                         f"{_group(trace)}: on a FIFO queue, stop at the first failure and report it and every "
                         "record after it, unprocessed")
+            stopped = any(t in invocation.failed for t in invocation.records[:index])  # of any group: allowed
+            if not stopped and trace not in invocation.ran and trace in reported:
+                return (f"your response returned {trace} unprocessed, though no earlier record had failed in this "
+                        "batch: it comes back in every batch and, never run, reaches maxReceiveCount and is parked. "
+                        "On a FIFO queue, run the records in order until one fails")
     for trace in invocation.records:
         if trace in invocation.failed and trace not in reported:
             return (f"{trace} failed, and your response did not report it: the ESM deleted it as done, so it is "
@@ -202,12 +211,24 @@ def _reported(invocation: _Invocation) -> tuple[set[str], str]:
         return set(), (f"your function returned {_short(response)}, not {{'batchItemFailures': [...]}}: the ESM "
                        "cannot read it and returns the whole batch. Return {'batchItemFailures': "
                        "[{'itemIdentifier': record['messageId']}, ...]}")
-    names = [entry.get("itemIdentifier") if isinstance(entry, dict) else entry for entry in failures]
+    not_objects = [entry for entry in failures if not isinstance(entry, dict)]
+    if not_objects:
+        return set(), (f"batchItemFailures holds {_short(not_objects[0])}, not an object, so the ESM cannot read it "
+                       "and returns the whole batch; each entry is {'itemIdentifier': record['messageId']}")
+    names = [entry.get("itemIdentifier") for entry in failures]
     unknown = [name for name in names if name not in invocation.by_id]
     if unknown:
         return set(), (f"batchItemFailures names {_short(unknown[0])}, which is no messageId of this batch, so the "
                        "ESM returns the whole batch; each entry is {'itemIdentifier': record['messageId']}")
     return {invocation.by_id[name] for name in names}, ""
+
+
+def _first_child(error: BatchProcessingError) -> str:
+    """The first record's exception inside Powertools' BatchProcessingError, as ``TypeError: ...``."""
+    for info in getattr(error, "child_exceptions", None) or ():
+        if isinstance(info, tuple) and len(info) > 1 and isinstance(info[1], BaseException):
+            return f"{type(info[1]).__name__}: {info[1]}"
+    return str(error).splitlines()[0] if str(error) else type(error).__name__
 
 
 def _span(traces: list[str]) -> str:
