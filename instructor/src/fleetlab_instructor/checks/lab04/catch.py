@@ -50,6 +50,7 @@ SLOW_RETRIES = {"Retry": [{"ErrorEquals": ["States.HeartbeatTimeout", "States.Ti
                 "Catch": [{"ErrorEquals": ["States.HeartbeatTimeout", "States.Timeout"], "Next": "Recover"}]}
 ALL_BESIDE_OTHERS = {"Catch": [{"ErrorEquals": ["States.ALL", "States.Timeout"], "Next": "Recover"}]}
 NOT_JSON = "{'Catch': [{'ErrorEquals': ['States.Timeout'], 'Next': 'Recover'}]}"
+TO_THE_SUCCESS_STATE = {"Catch": [{"ErrorEquals": ["States.HeartbeatTimeout", "States.Timeout"], "Next": "Done"}]}
 
 RIGHT_ANSWERS = (
     RightAnswer("a Catch on both names, no Retry", CATCH_ONLY),
@@ -69,6 +70,7 @@ WRONG_ANSWERS = (
     WrongAnswer("retries for minutes", SLOW_RETRIES, "keeps the execution waiting"),
     WrongAnswer("States.ALL beside another name", ALL_BESIDE_OTHERS, "must appear alone"),
     WrongAnswer("Python, not JSON", NOT_JSON, "not valid JSON"),
+    WrongAnswer("routes the missed heartbeat to the success state", TO_THE_SUCCESS_STATE, "as if the dead worker's step"),
 )
 
 SIDE = InstructorSide("04.catch", hidden=HIDDEN, reference=REFERENCE,

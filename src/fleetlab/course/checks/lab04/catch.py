@@ -113,8 +113,13 @@ def check_catch(answer: Any, case: Outage, ctx: Any) -> CaseOutcome:
                                   f"not route it: the execution ended {run.status}"
                                   + _unlisted(block, run.error))
     for error in HEARTBEAT_ERRORS:
-        if asl.first_match(block["Catch"], error) is None:
+        index = asl.first_match(block["Catch"], error)
+        if index is None:
             return CaseOutcome(False, _missing_name(error, ctx))
+        if block["Catch"][index].get("Next") != machines.RECOVER_STATE:
+            return CaseOutcome(False, f"Catch[{index}] routes {error} to {block['Catch'][index].get('Next')!r}: the "
+                                      "execution ends SUCCEEDED as if the dead worker's step were done; route a missed "
+                                      f"heartbeat to {machines.RECOVER_STATE!r}")
     return CaseOutcome(True, f"the execution survived ({' -> '.join(run.states)}), and both names are caught")
 
 
