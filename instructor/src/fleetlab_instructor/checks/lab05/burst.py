@@ -1,7 +1,9 @@
 """``05.burst``: the hidden bursts, the reference sync and both catalogues.
 
-Each known mistake is an answer that follows one of the public harness's
-``MISTAKES`` rules, so the catalogue and the diagnosis agree on what it missed.
+Each known mistake but the last is an answer that follows one of the public harness's
+``MISTAKES`` rules, so the catalogue and the diagnosis agree on what it missed. The
+last, a tolerance of one replica, only a hidden burst catches (2 replicas, 14 messages:
+a ratio of 1.4, yet one replica short).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ HIDDEN = (
           documents=32, replicas=6, min_replicas=6, arrivals=((30.0, 20),), max_replicas=10),
     Burst("3 documents on a fleet kept at 2 (minReplicaCount 2, queueLength 5)",
           documents=3, min_replicas=2, max_replicas=10),
+    Burst("2 replicas, 14 documents (queueLength 5, pods of 5)", documents=14, replicas=2, max_replicas=10),
 )
 
 
@@ -70,6 +73,12 @@ RIGHT_ANSWERS = (
 )
 
 
+def _tolerance_of_one_replica(current: int, visible: int, in_flight: int, q: int, low: int, high: int) -> int:
+    wanted = math.ceil((visible + in_flight) / q)
+    proposal = current if abs(wanted - current) <= 1 else wanted
+    return min(max(proposal, low, 1), high, max(2 * current, 4))
+
+
 def _with_mistake(mistake: str) -> Any:
     """An answer that follows the HPA's rule except where ``MISTAKES`` says ``mistake`` departs from it."""
     rules = dict(MISTAKES)[mistake]
@@ -89,6 +98,8 @@ WRONG_ANSWERS = (
     WrongAnswer("a hard-coded queueLength of 5",
                 lambda c, v, f, q, low, high: reference_desired(c, v, f, 5, low, high), "the metric is", public=False),
     WrongAnswer("no minReplicaCount clamp", _with_mistake("clamp-min"), "minReplicaCount is 2", public=False),
+    WrongAnswer("a tolerance of one replica, not of 10% usage", _tolerance_of_one_replica, "the HPA sets 3",
+                public=False),
 )
 
 SIDE = InstructorSide("05.burst", hidden=HIDDEN, reference=reference_desired,

@@ -199,7 +199,7 @@ def _worked(args: tuple[int, ...]) -> str:
         Burst("60 documents against maxReplicaCount 10 (queueLength 4, pods of 4, minReplicaCount 2)",
               documents=60, queue_length=4, concurrency=4, min_replicas=2, max_replicas=10),
     ],
-    hidden_cases=3,
+    hidden_cases=4,
     timeout=30,
 )
 def check_burst(answer: Any, case: Burst, ctx: Any) -> CaseOutcome:
