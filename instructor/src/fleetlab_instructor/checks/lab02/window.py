@@ -1,7 +1,8 @@
 """``02.window``: the hidden horizons, the reference window and both catalogues.
 
 The hidden horizons mix the three durations differently from the public
-ones, so a hard-coded window fails one of them.
+ones, so a hard-coded window fails one of them; in the last, two durations of
+four days each make twice the longest one short of their sum.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from fleetlab_instructor.checks import InstructorSide, RightAnswer, WrongAnswer
 HIDDEN = (
     Horizon("bus retries for 1 h, queue keeps 1 day, replays up to 30 days later", 3_600, 86_400, 30 * 86_400),
     Horizon("bus retries for 6 h, queue keeps 2 days, replays up to 3 days later", 6 * 3_600, 2 * 86_400, 3 * 86_400),
+    Horizon("bus retries for 1 h, queue keeps 4 days, replays up to 4 days later", 3_600, 4 * 86_400, 4 * 86_400),
 )
 
 
@@ -45,6 +47,8 @@ WRONG_ANSWERS = (
     WrongAnswer("forever, in practice", lambda retry, retention, replay: 10 * 365 * 86_400, "the table only grows"),
     WrongAnswer("a string", lambda retry, retention, replay: "30 days", "return a number of seconds"),
     WrongAnswer("NaN", lambda retry, retention, replay: float("nan"), "returned NaN"),
+    WrongAnswer("twice the longest of the three", lambda retry, retention, replay: 2 * max(retry, retention, replay),
+                "the duplicate runs again", public=False),
     WrongAnswer("a hard-coded 30 days", lambda retry, retention, replay: 30 * 86_400, "the duplicate runs again", public=False),
 )
 
