@@ -1,8 +1,10 @@
 """``02.lease``: the hidden story, the reference claim and both catalogues.
 
-The public stories all claim one key with a 15-minute lease; the hidden one
-uses other keys and a shorter lease, so a claim with a hard-coded key or
-lease fails it.
+The public stories all claim one key with a 15-minute lease; the first hidden
+one uses other keys and a shorter lease, so a claim with a hard-coded key or
+lease fails it. The second has two workers reclaim an expired lease at once (a
+read, then an unconditional put, lets both win); the third throttles a claim's
+write (taking every error for a lost race returns False).
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ HIDDEN = (
     LeaseStory("another key, another lease",
                (("claim", "alert-42"), ("claim", "alert-43"), ("wait", 301), ("claim", "alert-42"),
                 ("claim", "alert-42")), lease=300),
+    LeaseStory("two workers reclaim an expired lease at the same moment",
+               (("claim", "alert-51"), ("wait", LEASE + 1), ("together", "alert-51"))),
+    LeaseStory("DynamoDB throttles a claim's write", (("throttled", "alert-52"), ("claim", "alert-52"))),
 )
 
 
@@ -94,6 +99,15 @@ def _read_then_conditional_put(ddb: Any, table: str, key: str, owner: str, now: 
     return reference_claim(ddb, table, key, owner, now, lease)
 
 
+def _reclaims_after_reading(ddb: Any, table: str, key: str, owner: str, now: float, lease: float) -> bool:
+    if _put(ddb, table, key, owner, now, lease, "attribute_not_exists(pk)"):
+        return True
+    item = lease_item(ddb, table, key)
+    if item["status"]["S"] == INPROGRESS and float(item["lease_until"]["N"]) < now:
+        return _put(ddb, table, key, owner, now, lease, None)  # two readers of one expired lease both get here
+    return False
+
+
 class _Rekeyed:
     """A client that writes under sk 'LEASE' (a learner who mistyped the sort key)."""
 
@@ -137,6 +151,11 @@ WRONG_ANSWERS = (
     WrongAnswer("the item under another key", lambda ddb, t, k, o, now, lease: reference_claim(
         _Rekeyed(ddb), t, k, o, now, lease), "no item with pk"),
     WrongAnswer("returns a string", lambda ddb, t, k, o, now, lease: "won", "return True"),
+    WrongAnswer("a free key won by a condition, an expired lease reclaimed after a read", _reclaims_after_reading,
+                "both got True", public=False),
+    WrongAnswer("every error taken for a lost race", lambda ddb, t, k, o, now, lease: _put(
+        ddb, t, k, o, now, lease, "attribute_not_exists(pk) OR (#s = :running AND lease_until < :now)",
+        {"#s": "status"}, catch_all=True), "ProvisionedThroughputExceededException", public=False),
     WrongAnswer("a hard-coded 15-minute lease", lambda ddb, t, k, o, now, lease: reference_claim(
         ddb, t, k, o, now, LEASE), "it must be now + lease_seconds", public=False),
     WrongAnswer("a hard-coded key", lambda ddb, t, k, o, now, lease: reference_claim(

@@ -1,15 +1,17 @@
 """Check ``02.lease``: ``claim(ddb, table, key, owner, now, lease_seconds)`` is the
 conditional write itself: win a free key, wait on a live lease, reclaim an
-expired one, never reclaim finished work, and let exactly one of two
-simultaneous claims win. Each claim is judged against the state of the key
+expired one, never reclaim finished work, let exactly one of two
+simultaneous claims win, and let a write DynamoDB refuses for another reason
+(throttling) through. Each claim is judged against the state of the key
 just before it, and a won claim must leave the item the statement names.
-The hidden case uses another key and another lease length.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+
+from botocore.exceptions import ClientError
 
 from fleetlab.composition.topology import experiment_table
 from fleetlab.core.faults import Latency
@@ -24,7 +26,8 @@ LEASE_KEY_HINT = '{"pk": {"S": key}, "sk": {"S": "lease"}}'
 
 @dataclass(frozen=True)
 class LeaseStory(Case):
-    """Steps on keys, in order: ("claim", key), ("wait", seconds), ("complete", key), ("together", key).
+    """Steps on keys, in order: ("claim", key), ("wait", seconds), ("complete", key), ("together", key),
+    ("throttled", key): a claim whose write DynamoDB refuses with ProvisionedThroughputExceededException.
 
     What each claim must return follows from the key's state just before it.
     """
@@ -47,6 +50,29 @@ def lease_item(ddb: Any, table: str, key: str) -> dict[str, Any]:
     return ddb.get_item(TableName=table, Key={"pk": {"S": key}, "sk": {"S": "lease"}}, ConsistentRead=True).get("Item", {})
 
 
+THROTTLED = "ProvisionedThroughputExceededException"
+WRITES = {"put_item": "PutItem", "update_item": "UpdateItem", "transact_write_items": "TransactWriteItems"}
+
+
+class _Throttle:
+    """The learner's DynamoDB client: once ``armed``, its next write is refused with THROTTLED."""
+
+    def __init__(self, client: Any) -> None:
+        self._client, self.armed = client, False
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._client, name)
+        if name not in WRITES or not self.armed:
+            return attribute
+
+        def refused(**params: Any) -> Any:
+            self.armed = False
+            raise ClientError({"Error": {"Code": THROTTLED, "Message": "The level of configured provisioned "
+                                         "throughput for the table was exceeded."}}, WRITES[name])
+
+        return refused
+
+
 def _complete(ddb: Any, table: str, key: str) -> None:
     ddb.update_item(
         TableName=table, Key={"pk": {"S": key}, "sk": {"S": "lease"}},
@@ -65,6 +91,7 @@ class _LeaseRun:
     clock: Any
     lease: int
     log: CallLog
+    throttle: _Throttle
     keys: dict[str, _KeyState] = field(default_factory=dict)
     owners: int = 0
 
@@ -136,6 +163,8 @@ def _play(run: _LeaseRun, step: tuple[Any, ...]) -> str:
         return _play_claim(run, step[1])
     elif action == "together":
         return _play_together(run, step[1])
+    elif action == "throttled":
+        return _play_throttled(run, step[1])
     return ""
 
 
@@ -158,20 +187,40 @@ def _play_claim(run: _LeaseRun, key: str) -> str:
 
 def _play_together(run: _LeaseRun, key: str) -> str:
     owners = [run.next_owner(), run.next_owner()]
+    words, must = _state_words(run, key)
     claimed_at = run.clock.now()
     results = run.clock.run_together(*(lambda o=o: run.claim(key, o) for o in owners))
     if any(not isinstance(won, bool) for won in results):
         return f"claim returned {next(w for w in results if not isinstance(w, bool))!r}; return True or False"
     if results.count(True) == 2:
-        return (f"{owners[0]} and {owners[1]} claimed {key} at the same instant and both got True: a read followed by "
-                "a write lets both see a free key; only a condition DynamoDB checks with the write picks exactly one")
+        return (f"{owners[0]} and {owners[1]} claimed {words} at the same instant and both got True: a read followed "
+                "by a write lets both see the key free; only a condition DynamoDB checks with the write picks "
+                "exactly one")
+    if results.count(True) == 0 and must == "won":
+        return f"{owners[0]} and {owners[1]} claimed {words} at the same instant and neither won: one must"
     if results.count(True) == 0:
-        return f"{owners[0]} and {owners[1]} claimed the free key {key} at the same instant and neither won: one must"
+        return ""
     winner = owners[results.index(True)]
     if problem := _item_problem(run, key, winner, claimed_at):
         return problem
     run.keys[key] = _KeyState(winner, claimed_at + run.lease)
     return ""
+
+
+def _play_throttled(run: _LeaseRun, key: str) -> str:
+    owner = run.next_owner()
+    run.throttle.armed = True
+    try:
+        won = run.claim(key, owner)
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code") == THROTTLED:
+            return ""
+        raise
+    finally:
+        run.throttle.armed = False
+    return (f"{owner} claimed {key}, DynamoDB refused the write with {THROTTLED} (throttling, not a lost race), and "
+            f"your claim returned {won!r}: the worker would {'run with no claim written' if won else 'give up a key nobody holds'}"
+            "; return False only for ConditionalCheckFailedException and let any other error through")
 
 
 @register(
@@ -187,16 +236,16 @@ def _play_together(run: _LeaseRun, key: str) -> str:
                    (("claim", "alert-7"), ("complete", "alert-7"), ("wait", LEASE + 1), ("claim", "alert-7"))),
         LeaseStory("two workers claim at the same moment", (("together", "alert-7"),)),
     ],
-    hidden_cases=1,
+    hidden_cases=3,
     timeout=15,
 )
 def check_lease(answer: Any, case: LeaseStory, ctx: Any) -> CaseOutcome:
     """Play the story's claims on a fresh table; judge each against the key's state just before it."""
     backend = ctx.backend
     with experiment_table(backend, ctx.fresh_prefix()) as table:
-        ddb = Latency(backend.client("dynamodb"), backend.clock, 0.05)
-        log = CallLog(ddb, backend.clock)
-        run = _LeaseRun(answer, backend.client("dynamodb"), table, backend.clock, case.lease, log)
+        throttle = _Throttle(Latency(backend.client("dynamodb"), backend.clock, 0.05))
+        log = CallLog(throttle, backend.clock)
+        run = _LeaseRun(answer, backend.client("dynamodb"), table, backend.clock, case.lease, log, throttle)
         try:
             for step in case.steps:
                 if problem := _play(run, step):
