@@ -114,7 +114,13 @@ def test_replay_aware_patterns_add_one_condition_on_the_top_level_replay_name():
     assert replays.is_replay({"replay-name": "r1"}) and not replays.is_replay({"id": "1"})
 
 
-@pytest.mark.parametrize("bad", ["{not json", "[1, 2]", 3])
+def test_a_pattern_is_read_as_eventbridge_reads_its_json():
+    pattern = replays.as_pattern({"source": ("fleet.coordinator",), "detail": {"n": (1, 2)}})
+    assert pattern == {"source": ["fleet.coordinator"], "detail": {"n": [1, 2]}}
+    assert replays.pattern_problems(pattern) == []
+
+
+@pytest.mark.parametrize("bad", ["{not json", "[1, 2]", 3, {"source": {"fleet"}}])
 def test_a_pattern_that_is_not_a_json_object_is_refused_by_name(bad):
     with pytest.raises(InvalidInput) as raised:
         replays.as_pattern(bad)

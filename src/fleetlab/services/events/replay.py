@@ -36,7 +36,13 @@ _FINISHED = {"COMPLETED", "CANCELLED", "FAILED"}
 
 
 def as_pattern(pattern: Mapping[str, Any] | str) -> dict[str, Any]:
-    """A pattern as a dict, from a dict or its JSON text. Raises InvalidInput naming ``pattern``."""
+    """A pattern as EventBridge reads it, from a dict or its JSON text: a dict is read back from its JSON, so a
+    tuple is the array it becomes on the wire. Raises InvalidInput naming ``pattern``."""
+    if isinstance(pattern, Mapping):
+        try:
+            pattern = json.dumps(dict(pattern))
+        except (TypeError, ValueError) as exc:
+            raise InvalidInput("pattern", f"cannot be written as JSON ({exc})") from None
     if isinstance(pattern, str):
         try:
             pattern = json.loads(pattern)

@@ -28,6 +28,8 @@ RIGHT_ANSWERS = (
     RightAnswer("a prefix on the detail-type", {"detail-type": [{"prefix": "agent.step.completed"}],
                                                 "replay-name": [{"exists": False}], "source": [SOURCE]}),
     RightAnswer("the library's excluding_replays", replays.excluding_replays(COMPLETED_STEPS)),
+    RightAnswer("tuples, not lists (JSON arrays all the same)",
+                {key: tuple(value) for key, value in REFERENCE_PATTERN.items()}),
 )
 
 WRONG_ANSWERS = (
