@@ -75,6 +75,21 @@ def test_not_implemented_from_a_library_is_an_ordinary_error():
     )
 
 
+def test_a_call_moto_does_not_emulate_is_explained_as_the_backends_gap():
+    def move_the_rest():
+        import boto3
+        from moto import mock_aws
+
+        with mock_aws():
+            sqs = boto3.client("sqs", region_name="us-east-1")
+            sqs.start_message_move_task(SourceArn="arn:aws:sqs:us-east-1:123456789012:dlq")
+
+    error = caught(move_the_rest)
+    said = describe_learner_error(error, learner_frames(error))
+    assert said.startswith("your code raised NotImplementedError: The start_message_move_task action")
+    assert "this backend does not emulate that call, though AWS has it" in said
+
+
 def test_files_named_as_library_are_not_the_learners():
     error = caught(raise_stub)
     assert learner_frames(error, [__file__]) == []

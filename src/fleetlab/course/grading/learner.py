@@ -84,11 +84,21 @@ def raised_by_learner_stub(exc: BaseException, library_files: Iterable[str] = ()
     return bool(frames) and frames[-1] in learner_frames(exc, library_files)
 
 
+EMULATOR_LACKS = "has not been implemented"
+"""moto's words when a call it does not emulate is made."""
+
+
 def describe_learner_error(exc: BaseException, frames: list[traceback.FrameSummary]) -> str:
-    """``your code raised ZeroDivisionError: division by zero (in handle, line 4)``."""
+    """``your code raised ZeroDivisionError: division by zero (in handle, line 4)``, and for an API call the
+    emulator lacks (moto's NotImplementedError) what that means."""
     where = frames[-1]
     message = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    return f"your code raised {message} (in {where.name}, line {where.lineno})"
+    said = f"your code raised {message} (in {where.name}, line {where.lineno})"
+    if isinstance(exc, NotImplementedError) and EMULATOR_LACKS in str(exc):
+        said += (": this backend does not emulate that call, though AWS has it (lab.fidelity() says which calls); "
+                 "catch the error and fall back on calls it has, as the lab shows")
+    return said
+
 
 
 def _body_is_ellipsis(function: Any) -> bool:

@@ -221,8 +221,8 @@ def _gap_diagnosis(
     if abs(closed - opened) < run.boundary:
         return (
             f"at +{opened:g} s the message's visibility ran out at the very instant your heartbeat extended it: "
-            f"on AWS that is a race another worker's receive can win; beat before each window ends "
-            f"(more often than every {vis:g} s, and by at least the interval){seen}"
+            f"on AWS that is a race another worker's receive can win; beat before each window ends: every "
+            f"extension must last longer than the time to the next beat{seen}"
         )
     until = "the step ended" if closed >= end else f"the next beat at +{closed:g} s"
     return (
