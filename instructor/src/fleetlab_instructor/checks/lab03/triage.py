@@ -1,7 +1,8 @@
 """``03.triage``: the hidden backlogs, the reference triage and both catalogues.
 
 The hidden cases hold a larger mix of five classes, exactly one receive's
-worth of records, and an empty DLQ.
+worth of records, an empty DLQ, and a backlog whose receives return fewer
+records than asked while more wait (SQS's short poll samples its servers).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ HIDDEN = (
                                             ("INVALID_PARAMETER", 4), (UNKNOWN, 5))),
     Backlog("exactly one receive's worth", (("NO_PERMISSIONS", 10),)),
     Backlog("an empty DLQ", ()),
+    Backlog("25 records, read as SQS's short poll hands them out (fewer than asked, while more wait)",
+            (("THROTTLING", 9), ("ERROR_FROM_TARGET", 12), (UNKNOWN, 4)), sampled=True),
 )
 
 
@@ -52,6 +55,19 @@ def _read_all(sqs: Any, dlq_url: str, *, hide: int = 60, attributes: bool = True
             break
         got += batch
     return got
+
+
+def _stops_at_a_short_receive(sqs: Any, dlq_url: str) -> Counter:
+    held: list[dict] = []
+    while True:
+        batch = sqs.receive_message(QueueUrl=dlq_url, MaxNumberOfMessages=10, VisibilityTimeout=60,
+                                    MessageAttributeNames=["All"]).get("Messages", [])
+        held += batch
+        if len(batch) < 10:  # "a short batch means the queue is drained": not on SQS
+            break
+    for message in held:
+        sqs.change_message_visibility(QueueUrl=dlq_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0)
+    return Counter(_code(m) for m in held)
 
 
 def _code(message: dict) -> str:
@@ -162,6 +178,8 @@ WRONG_ANSWERS = (
     WrongAnswer("counts the payloads' agent classes", _by_agent_class, "ERROR_CODE"),
     WrongAnswer("counts records without ERROR_CODE under None", _none_for_unknown, "'UNKNOWN'"),
     WrongAnswer("returns a list of codes", _list_of_codes, "return the counts"),
+    WrongAnswer("stops at the first receive of fewer than 10", _stops_at_a_short_receive,
+                "a receive can return fewer records than it asks", public=False),
 )
 
 SIDE = InstructorSide("03.triage", hidden=HIDDEN, reference=reference_triage,

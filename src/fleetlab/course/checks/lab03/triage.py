@@ -12,6 +12,7 @@ never asked for, records read twice.
 
 from __future__ import annotations
 
+import itertools
 import math
 import numbers
 from collections import Counter
@@ -31,9 +32,18 @@ UNKNOWN = dlq.NO_DIAGNOSIS
 
 @dataclass(frozen=True)
 class Backlog(Case):
-    """The DLQ's records: how many of each failure class, in the order they were parked (round robin)."""
+    """The DLQ's records: how many of each failure class, in the order they were parked (round robin).
+
+    ``sampled``: each receive returns fewer records than it asks for while more wait, as SQS's short poll
+    does when it samples a subset of its servers (never none while records are left).
+    """
 
     classes: tuple[tuple[str, int], ...] = ()
+    sampled: bool = False
+
+
+SAMPLED_SIZES = (7, 10, 3, 10, 6, 9)
+"""How many records each receive of a ``sampled`` backlog gets at most, in turn."""
 
 
 def _records(case: Backlog) -> list[str]:
@@ -58,7 +68,7 @@ def _records(case: Backlog) -> list[str]:
                 (("THROTTLING", 11), ("ERROR_FROM_TARGET", 8), ("TIMEOUT", 2), (UNKNOWN, 2))),
         Backlog("7 records of two classes", (("INVALID_PARAMETER", 4), ("ERROR_FROM_TARGET", 3))),
     ],
-    hidden_cases=3,
+    hidden_cases=4,
     timeout=30,
     side_by_side=True,
 )
@@ -76,7 +86,8 @@ def check_triage(answer: Any, case: Backlog, ctx: Any) -> CaseOutcome:
                 dlq.dead_letter(backend, target, message, dlq.Diagnosis(code, f"{code.lower()} on step {n}", 2,
                                                                         dlq.NOT_ROUTED_BY_A_RULE, target.target_arn))
         log = CallLog(backend.client("sqs"), backend.clock)
-        budget = _Budget(log.client, receives=4 * math.ceil(len(codes) / 10) + 10)
+        budget = _Budget(log.client, receives=4 * math.ceil(len(codes) / 10) + 10,
+                         sizes=SAMPLED_SIZES if case.sampled else ())
         returned = answer(budget, queue.dlq_url)
         log.close()
         left, visible = messages.held(backend, queue.dlq_url), messages.depth(backend, queue.dlq_url)
@@ -98,18 +109,28 @@ def check_triage(answer: Any, case: Backlog, ctx: Any) -> CaseOutcome:
 
 
 class _Budget:
-    """The learner's client: after ``receives`` ReceiveMessage calls, every further receive finds nothing."""
+    """The learner's client: after ``receives`` ReceiveMessage calls, every further receive finds nothing; with
+    ``sizes``, the n-th receive asks SQS for at most ``sizes[n]`` records (in turn), whatever it asked for."""
 
-    def __init__(self, sqs: Any, *, receives: int) -> None:
+    def __init__(self, sqs: Any, *, receives: int, sizes: tuple[int, ...] = ()) -> None:
         self._sqs = sqs
         self.left = receives
         self.exhausted = False
+        self._sizes = itertools.cycle(sizes) if sizes else None
+        self.short = 0  # receives that got fewer records than they asked for while more waited
 
     def receive_message(self, **params: Any) -> dict[str, Any]:
         if self.left <= 0:
             self.exhausted = True
             return {"Messages": []}
         self.left -= 1
+        if self._sizes is None:
+            return self._sqs.receive_message(**params)
+        asked = params.get("MaxNumberOfMessages", 1)
+        cap = next(self._sizes)
+        if isinstance(asked, int) and asked > cap:
+            self.short += 1
+            params = {**params, "MaxNumberOfMessages": cap}
         return self._sqs.receive_message(**params)
 
     def __getattr__(self, name: str) -> Any:
@@ -142,14 +163,21 @@ def _miscounted(counts: Counter, expected: Counter, log: CallLog, budget: _Budge
     got, total = sum(counts.values()), sum(expected.values())
     said = f"you counted {dict(counts)}; the records' ERROR_CODE attributes say {dict(expected)}"
     receives = log.of("receive_message")
+    zero = any(call.params.get("VisibilityTimeout") == 0 for call in receives)
     if budget.exhausted or got > total:
-        zero = any(call.params.get("VisibilityTimeout") == 0 for call in receives)
         why = " (VisibilityTimeout=0 shows them again at once)" if zero else ""
         return (f"{said}: records you had already read came back and were counted again{why}; hide what you read "
+                "until you are done (a VisibilityTimeout of a minute), then put it all back")
+    if got < total and zero:
+        return (f"{said}: you read {got} of the {total} records: with VisibilityTimeout=0 the records you had read "
+                "came back at once and filled your receives, so the others never reached you; hide what you read "
                 "until you are done (a VisibilityTimeout of a minute), then put it all back")
     if not any(_asks_attributes(call.params) for call in receives) and (counts.get(UNKNOWN) or total):
         return (f"{said}: ReceiveMessage returns message attributes only when asked: pass "
                 "MessageAttributeNames=['All'] (ERROR_CODE is a message attribute, not a system one)")
+    if got < total and budget.short:
+        return (f"{said}: you read {got} of the {total} records; a receive can return fewer records than it asks "
+                "for while more wait (SQS samples its servers), so only a receive that returns none means done")
     if got < total:
         return (f"{said}: you read {got} of the {total} records; ReceiveMessage hands out at most 10 records per "
                 "call, so keep receiving until a receive returns none")
