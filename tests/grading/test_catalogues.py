@@ -22,6 +22,7 @@ import base64
 import cloudpickle
 import pytest
 from fleetlab_instructor.checks import full_check, side_of
+from fleetlab_instructor.grading.feedback import blank_out, hidden_only_values, misconception
 
 from fleetlab.course import lab
 from fleetlab.course.grading import registry, run_check
@@ -48,6 +49,7 @@ def _fixture_lab_checks():
 SHIPPED = [(full_check(check.id), side_of(check.id))
            for lab_id in registry.shipped_labs() for check in registry.checks_of(lab_id)]
 SIDES = SHIPPED + _fixture_lab_checks()
+SHIPPED_IDS = {check.id for check, _ in SHIPPED}
 OVER_THE_WIRE_ALREADY = {"07.configure", "07.defects"}
 """Checks whose cases are chaos days: ``tests/test_chaos_day_server.py`` runs a 1,000-step day on moto-server, and
 what these checks add to a day (its scoring) never crosses the wire, so their references run on moto only."""
@@ -126,6 +128,9 @@ def test_each_known_wrong_answer_is_rejected_with_its_diagnosis(check, wrong, ba
     assert verdict["status"] == str(CheckStatus.FAIL)
     failing_hidden = [case for case in verdict["cases"] if case["hidden"] and case["status"] == "fail"]
     assert any(wrong.expect in case["diagnosis"] for case in failing_hidden), [c["diagnosis"] for c in failing_hidden]
+    if check.id in SHIPPED_IDS:  # the learner's feedback names this entry, not another whose words it shares
+        named = {misconception(check.id, case["diagnosis"]) for case in failing_hidden}
+        assert blank_out(wrong.name, hidden_only_values(check.id)) in named, named
 
 
 def test_the_wire_checks_are_shipped_checks():

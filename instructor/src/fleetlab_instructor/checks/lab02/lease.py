@@ -152,7 +152,7 @@ WRONG_ANSWERS = (
         _Rekeyed(ddb), t, k, o, now, lease), "no item with pk"),
     WrongAnswer("returns a string", lambda ddb, t, k, o, now, lease: "won", "return True"),
     WrongAnswer("a free key won by a condition, an expired lease reclaimed after a read", _reclaims_after_reading,
-                "both got True", public=False),
+                "ran out 1 s ago, at the same instant and both got True", public=False),
     WrongAnswer("every error taken for a lost race", lambda ddb, t, k, o, now, lease: _put(
         ddb, t, k, o, now, lease, "attribute_not_exists(pk) OR (#s = :running AND lease_until < :now)",
         {"#s": "status"}, catch_all=True), "ProvisionedThroughputExceededException", public=False),

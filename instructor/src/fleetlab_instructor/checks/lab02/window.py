@@ -48,7 +48,7 @@ WRONG_ANSWERS = (
     WrongAnswer("a string", lambda retry, retention, replay: "30 days", "return a number of seconds"),
     WrongAnswer("NaN", lambda retry, retention, replay: float("nan"), "returned NaN"),
     WrongAnswer("twice the longest of the three", lambda retry, retention, replay: 2 * max(retry, retention, replay),
-                "the duplicate runs again", public=False),
+                "window the record is gone 1 h before then", public=False),
     WrongAnswer("a hard-coded 30 days", lambda retry, retention, replay: 30 * 86_400, "the duplicate runs again", public=False),
 )
 

@@ -2,8 +2,8 @@
 
 Each known mistake but the last is an answer that follows one of the public harness's
 ``MISTAKES`` rules, so the catalogue and the diagnosis agree on what it missed. The
-last, a tolerance of one replica, only a hidden burst catches (2 replicas, 14 messages:
-a ratio of 1.4, yet one replica short).
+last, a tolerance of one replica, only a hidden burst catches (2 replicas, 15 messages:
+a ratio of 1.5, yet one replica short).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ HIDDEN = (
           documents=32, replicas=6, min_replicas=6, arrivals=((30.0, 20),), max_replicas=10),
     Burst("3 documents on a fleet kept at 2 (minReplicaCount 2, queueLength 5)",
           documents=3, min_replicas=2, max_replicas=10),
-    Burst("2 replicas, 14 documents (queueLength 5, pods of 5)", documents=14, replicas=2, max_replicas=10),
+    Burst("2 replicas, 15 documents (queueLength 5, pods of 5)", documents=15, replicas=2, max_replicas=10),
 )
 
 
@@ -95,11 +95,11 @@ WRONG_ANSWERS = (
     WrongAnswer("rounds the proposal down", _with_mistake("floor"), "round the proposal up"),
     WrongAnswer("the proposal unrounded", lambda c, v, f, q, low, high: min((v + f) / q, max(2 * c, 4), high),
                 "not a whole number"),
+    WrongAnswer("a tolerance of one replica, not of 10% usage", _tolerance_of_one_replica,
+                "1.50 is outside 0.9-1.1", public=False),
     WrongAnswer("a hard-coded queueLength of 5",
                 lambda c, v, f, q, low, high: reference_desired(c, v, f, 5, low, high), "the metric is", public=False),
     WrongAnswer("no minReplicaCount clamp", _with_mistake("clamp-min"), "minReplicaCount is 2", public=False),
-    WrongAnswer("a tolerance of one replica, not of 10% usage", _tolerance_of_one_replica, "the HPA sets 3",
-                public=False),
 )
 
 SIDE = InstructorSide("05.burst", hidden=HIDDEN, reference=reference_desired,
