@@ -151,7 +151,7 @@ def _outlived_diagnosis(result: Any, timeout: str, outlived: list[str], measured
         diagnosis += f" ({first_duplicate_story(result, twice[0])})"
     if chosen < measured_p95:
         diagnosis += (
-            f"; {chosen} s is below the p95 of the step times you were given ({measured_p95:g} s; "
-            "the list is not sorted)"
+            f"; {chosen} s is below the p95 of the step times you were given ({measured_p95:g} s): size it "
+            "from the p95 (a mean or a median hides the slow tail, and the list is not sorted)"
         )
     return diagnosis
