@@ -1,7 +1,9 @@
 """``04.timeouts``: the hidden profiles, the reference timers and both catalogues.
 
 The hidden profiles are far from the public ones (minutes-long calls; many
-short calls), so timers fitted to the public profiles do not pass.
+short calls), so timers fitted to the public profiles do not pass; in the
+last, steps of one or two long calls leave no gap for a beat, so a
+HeartbeatSeconds taken as a share of TimeoutSeconds fails.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from fleetlab_instructor.checks import InstructorSide, RightAnswer, WrongAnswer
 HIDDEN = (
     Profile("long research: 2 to 4 calls, each p50 200 s, p95 600 s", (2, 4), 200, 600),
     Profile("many short tool calls: 8 to 15 calls, each p50 5 s, p95 20 s", (8, 15), 5, 20),
+    Profile("one or two long calls: each p50 120 s, p95 400 s", (1, 2), 120, 400),
 )
 
 
@@ -102,6 +105,11 @@ def numbers_as_text(steps):
     return {key: str(value) for key, value in choose_timeouts(steps).items()}
 
 
+def heartbeat_a_third_of_timeout(steps: list[list[float]]) -> dict[str, int]:
+    timeout = choose_timeouts(steps)["TimeoutSeconds"]
+    return {"TimeoutSeconds": timeout, "HeartbeatSeconds": math.ceil(timeout / 3)}
+
+
 RIGHT_ANSWERS = (
     RightAnswer("a (timeout, heartbeat) pair, 2x the p95 step, 1.3x the longest call", timeouts_as_tuple),
     RightAnswer("snake_case keys, the p99 step and twice the p99 call", timeouts_in_snake_case),
@@ -120,6 +128,8 @@ WRONG_ANSWERS = (
     WrongAnswer("a day, and half a day", a_day_and_half_a_day, "noticed only after"),
     WrongAnswer("fractions of a second", fractional_seconds, "whole number"),
     WrongAnswer("numbers as text", numbers_as_text, "a str"),
+    WrongAnswer("HeartbeatSeconds a third of TimeoutSeconds", heartbeat_a_third_of_timeout,
+                "not a share of TimeoutSeconds", public=False),
 )
 
 SIDE = InstructorSide("04.timeouts", hidden=HIDDEN, reference=choose_timeouts,

@@ -65,7 +65,7 @@ def _as_timers(value: Any) -> tuple[Any, Any, str]:
     public=[Profile("researcher steps: 3 to 6 model calls, each p50 40 s, p95 150 s", (3, 6), 40, 150),
             Profile("lab-scale tool steps, run for real: 2 to 4 calls, each p50 0.2 s, p95 0.4 s",
                     (2, 4), 0.2, 0.4, real=True)],
-    hidden_cases=2,
+    hidden_cases=3,
     function="choose_timeouts",
     timeout=15,
 )
@@ -122,6 +122,11 @@ def _refused_by_aws(timeout: int, heartbeat: int) -> str:
     return ""
 
 
+def _shares_of(timeout: int) -> set[int]:
+    """HeartbeatSeconds a learner who took it for a share of TimeoutSeconds would choose: a half to a quarter."""
+    return {rounded(timeout / parts) for parts in (2, 3, 4) for rounded in (math.ceil, math.floor, round)}
+
+
 def _killed(fresh: list[list[float]], timeout: int, heartbeat: int) -> str:
     by_timeout = [sum(step) for step in fresh if sum(step) > timeout]
     if len(by_timeout) > MAX_KILLED_SHARE * len(fresh):
@@ -130,9 +135,11 @@ def _killed(fresh: list[list[float]], timeout: int, heartbeat: int) -> str:
                 "with a margin")
     by_heartbeat = [max(step) for step in fresh if max(step) > heartbeat]
     if len(by_heartbeat) > MAX_KILLED_SHARE * len(fresh):
+        share = ("; it is not a share of TimeoutSeconds, it is the longest silence between two beats"
+                 if heartbeat in _shares_of(timeout) else "")
         return (f"in {len(by_heartbeat)} of {len(fresh)} healthy steps a single model call ran longer than "
                 f"HeartbeatSeconds {heartbeat} (the longest {max(by_heartbeat):g} s): no heartbeat can go out during "
-                "a call, so the task would time out; HeartbeatSeconds must cover the longest call")
+                f"a call, so the task would time out; HeartbeatSeconds must cover the longest call{share}")
     return ""
 
 
