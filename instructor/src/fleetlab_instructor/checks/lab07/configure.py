@@ -7,6 +7,7 @@ days' numbers does not survive them.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 from fleetlab.composition.chaos import DayFacts, FleetConfig
@@ -54,6 +55,17 @@ def _stricter_own_quota(facts: DayFacts) -> FleetConfig:
                        quota_window=facts.quota_window, headroom=0.0, batch_tokens=own // 2)
 
 
+def _visibility_over_the_slowest_step_no_heartbeat(facts: DayFacts) -> FleetConfig:
+    return replace(reference_configure(facts), heartbeat_seconds=None,
+                   visibility_timeout=min(43_200, math.ceil(facts.slowest_step_seconds * 1.5)))
+
+
+def _the_quota_per_minute(facts: DayFacts) -> FleetConfig:
+    per_minute = max(1, int(facts.quota_tokens * 60 / facts.quota_window))
+    return replace(reference_configure(facts), quota_tokens=per_minute, quota_window=60.0, headroom=0.0,
+                   batch_tokens=per_minute)
+
+
 RIGHT_ANSWERS = (
     RightAnswer("a dict of knobs made into a FleetConfig", _knobs_as_dict),
     RightAnswer("a longer visibility timeout and a tighter heartbeat", _long_visibility_tight_heartbeat),
@@ -72,6 +84,10 @@ WRONG_ANSWERS = (
                 "spend within the quota broke"),
     WrongAnswer("no heartbeat: the visibility covers the usual step", lambda facts: replace(
         reference_configure(facts), heartbeat_seconds=None), "beat while a step runs"),
+    WrongAnswer("no heartbeat: the visibility covers the slowest step, not its wait for tokens",
+                _visibility_over_the_slowest_step_no_heartbeat, "a step also waits for its tokens"),
+    WrongAnswer("the provider's quota spread per minute: less than one call a window",
+                _the_quota_per_minute, "such a call can never be paid"),
     WrongAnswer("the public days' numbers, hard-coded", lambda facts: FleetConfig(
         idempotency_window=4 * DAY, quota_tokens=6_000, quota_window=3_600, batch_tokens=1_080),
         "keep them longer than a replay reaches", public=False),

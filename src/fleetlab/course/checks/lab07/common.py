@@ -8,10 +8,12 @@ and the cause the configuration and the day's facts show.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from fleetlab.composition.chaos import DayFacts, FleetConfig, Scoreboard, run_chaos_day
+from fleetlab.composition.chaos.schedule import TOKENS_PER_CALL
 from fleetlab.course.grading.registry import Case, CaseOutcome
 from fleetlab.course.grading.values import duration
 
@@ -62,6 +64,11 @@ def cause(name: str, board: Scoreboard) -> str:
         if not config.fallback:
             return (f"the primary group was down for {duration(schedule.outage_seconds)} with no fallback group, "
                     "so steps used up their receives; route around the outage to the fallback group")
+        largest, usable = TOKENS_PER_CALL[1], config.quota_tokens - math.floor(config.quota_tokens * config.headroom)
+        if usable < largest:
+            return (f"a model call costs up to {largest:,} tokens, and your governor lets at most {usable:,} be drawn "
+                    f"per {duration(config.quota_window)} (quota_tokens less the headroom): such a call can never "
+                    "be paid, however often it is received; allow at least one call's tokens per window")
         return f"steps used up their {config.max_receives} receives before one succeeded; allow them more receives"
     if name in ("every poison message parked with its diagnosis", "no caller left waiting", "every step on one trace"):
         if not config.park_with_diagnosis:
@@ -92,6 +99,11 @@ def _why_twice(board: Scoreboard) -> str:
         causes.append(f"the slowest step ran {duration(schedule.slow_seconds)} on a "
                       f"{duration(config.visibility_timeout)} visibility timeout with no heartbeat, so a second "
                       "worker took it over; beat while a step runs")
+    elif config.heartbeat_seconds is None and config.visibility_timeout < schedule.slow_seconds + config.quota_window:
+        causes.append(f"the slowest step ran {duration(schedule.slow_seconds)}, and a step also waits for its tokens, "
+                      f"up to a quota window ({duration(config.quota_window)}): that outlasts a "
+                      f"{duration(config.visibility_timeout)} visibility timeout with no heartbeat, so a second worker "
+                      "took it over; beat while a step runs")
     return "; ".join(causes) or "a step came back and ran again: look at its trace for who took it over"
 
 
