@@ -1,10 +1,10 @@
 """The chaos day: a seeded day of every fault at once holds every invariant on moto and moto-server; the same
 seed gives the same scoreboard (moto-server's day: test_chaos_day_server.py); a wrong configuration breaks the
-invariant it is wrong for, by exact counts (but one, which says why); a day's facts shape its replay and its quota.
+invariant it is wrong for, by exact counts; a day's facts shape its replay and its quota.
 
 Where a count follows from the schedule (its poison, its replay) the test derives it; the others are what this
 seed gives, the same on every run of the day (issue 30: a bound would let a change in the day slip by unseen).
-Every day runs on the virtual clock: bounded in time, no sleeps.
+Every day runs on the virtual clock, held still (only the day's own waits move it): bounded in time, no sleeps.
 """
 
 import pytest
