@@ -15,6 +15,7 @@ from dataclasses import dataclass, fields
 from fleetlab.composition.topology import MAX_VISIBILITY_SECONDS
 from fleetlab.core.errors import InvalidInput
 from fleetlab.services.agents.router import MAX_RETRIES
+from fleetlab.services.state.governor import Quota
 
 MAX_RECEIVES = 1_000  # SQS's cap on a redrive policy's maxReceiveCount
 
@@ -103,8 +104,12 @@ class FleetConfig:
         _within("quota_window", self.quota_window, 1, 86_400, "seconds")
         if not 0 <= self.headroom < 1:
             raise InvalidInput("headroom", f"must be a share in [0, 1), got {self.headroom!r}")
-        usable = self.quota_tokens - int(self.quota_tokens * self.headroom)
-        _within("batch_tokens", self.batch_tokens, 1, usable, "tokens (at most the usable quota per window)")
+        _within("batch_tokens", self.batch_tokens, 1, self.quota().usable(),
+                "tokens (at most the usable quota per window)")
+
+    def quota(self) -> Quota:
+        """The governor's quota these knobs set: ``quota_tokens`` per ``quota_window``, ``headroom`` kept back."""
+        return Quota("chaos-day", self.quota_tokens, self.quota_window, self.headroom)
 
 
 def _within(name: str, value: float, low: float, high: float, unit: str) -> None:

@@ -61,7 +61,7 @@ from fleetlab.services.sqs import dlq, messages
 from fleetlab.services.sqs.catchup import VisibilityCatchUp
 from fleetlab.services.sqs.delivery import Delivery
 from fleetlab.services.sqs.worker import HandleOutcome, Outcome
-from fleetlab.services.state.governor import Allowance, Quota, TokenGovernor
+from fleetlab.services.state.governor import Allowance, TokenGovernor
 from fleetlab.services.state.idempotency import IdempotencyStore
 from fleetlab.services.state.responses import ResponseStore
 
@@ -145,8 +145,7 @@ class _Day:
         self.start = self.clock.now()
         self.router = Router(self._router_settings())
         dynamodb = backend.client("dynamodb")
-        self.governor = TokenGovernor(dynamodb, topology.table_name, self.clock, Quota(
-            "chaos-day", config.quota_tokens, config.quota_window, config.headroom))
+        self.governor = TokenGovernor(dynamodb, topology.table_name, self.clock, config.quota())
         self.allowance = Allowance(self.governor, batch=config.batch_tokens)
         self.spend_by_window: Counter[float] = Counter()
         responses = ResponseStore(dynamodb, topology.table_name, self.clock)

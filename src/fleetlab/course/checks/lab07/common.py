@@ -8,7 +8,6 @@ and the cause the configuration and the day's facts show.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,7 +63,7 @@ def cause(name: str, board: Scoreboard) -> str:
         if not config.fallback:
             return (f"the primary group was down for {duration(schedule.outage_seconds)} with no fallback group, "
                     "so steps used up their receives; route around the outage to the fallback group")
-        largest, usable = TOKENS_PER_CALL[1], config.quota_tokens - math.floor(config.quota_tokens * config.headroom)
+        largest, usable = TOKENS_PER_CALL[1], config.quota().usable()
         if usable < largest:
             return (f"a model call costs up to {largest:,} tokens, and your governor lets at most {usable:,} be drawn "
                     f"per {duration(config.quota_window)} (quota_tokens less the headroom): such a call can never "
