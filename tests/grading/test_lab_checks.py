@@ -1,12 +1,14 @@
 """What the checks of labs 00-02 promise beyond their catalogues: pure checks stay pure,
 inputs can tell answers apart, and diagnoses come from what happened."""
 
+import dataclasses
+
 import pytest
 from fleetlab_instructor.checks import full_check, side_of
 
 from fleetlab.core.errors import StepFailed
 from fleetlab.course.checks.lab01 import visibility
-from fleetlab.course.checks.lab02 import consumer
+from fleetlab.course.checks.lab02 import consumer, lease
 from fleetlab.course.grading import get_check, run_check, runner
 from fleetlab.course.grading.results import CheckStatus
 
@@ -35,6 +37,22 @@ def test_a_lease_claim_is_diagnosed_from_the_key_it_found_not_from_the_case():
     first = never.cases[0]
     assert first.name == "the first claim wins, a second waits"
     assert first.diagnosis == "worker-1 claimed alert-7, which nobody held, and got False: a free key must be won"
+
+
+def test_two_claims_at_once_on_a_live_lease_must_both_wait():
+    story = lease.LeaseStory("two claims at once on a live lease",
+                             (("claim", "alert-9"), ("wait", 300), ("together", "alert-9")))  # worker-2 and -3
+    check = dataclasses.replace(get_check("02.lease"), public=(story,))
+    assert run_check(check, side_of("02.lease").reference).status == CheckStatus.PUBLIC_PASS  # both wait
+
+    reference = side_of("02.lease").reference
+
+    def one_says_yes(ddb, table, key, owner, now, lease_seconds):  # worker-3 says it won, and writes nothing
+        return reference(ddb, table, key, owner, now, lease_seconds) if owner == "worker-1" else owner == "worker-3"
+
+    verdict = run_check(check, one_says_yes)
+    assert verdict.diagnosis == ("worker-3 claimed alert-9 while worker-1's lease had 10 min to run and got True: "
+                                 "two workers would run it; the write needs a condition that refuses a live lease")
 
 
 def test_the_step_times_handed_to_the_learner_are_unsorted_and_the_statement_says_so():

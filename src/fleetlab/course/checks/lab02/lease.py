@@ -196,10 +196,10 @@ def _play_together(run: _LeaseRun, key: str) -> str:
         return (f"{owners[0]} and {owners[1]} claimed {words} at the same instant and both got True: a read followed "
                 "by a write lets both see the key free; only a condition DynamoDB checks with the write picks "
                 "exactly one")
-    if results.count(True) == 0 and must == "won":
-        return f"{owners[0]} and {owners[1]} claimed {words} at the same instant and neither won: one must"
+    if must == "refused":  # a live lease, or finished work: both must wait
+        return _claim_diagnosis(run, key, owners[results.index(True)], True, []) if True in results else ""
     if results.count(True) == 0:
-        return ""
+        return f"{owners[0]} and {owners[1]} claimed {words} at the same instant and neither won: one must"
     winner = owners[results.index(True)]
     if problem := _item_problem(run, key, winner, claimed_at):
         return problem
