@@ -13,7 +13,7 @@ from fleetlab.cli import build_cli, main
 from fleetlab.composition.topology import AgentClass, TopologySpec
 from fleetlab.services.state.idempotency import COMPLETED, Completed, IdempotencyStore
 
-ONE_STEP = ["sqs.ReceiveMessage > dynamodb.PutItem > dynamodb.UpdateItem > sqs.DeleteMessage"]
+ONE_STEP = ["sqs.ReceiveMessage > dynamodb.PutItem > dynamodb.PutItem > sqs.DeleteMessage"]
 
 
 def parsed(*flags: str) -> dict:

@@ -25,6 +25,7 @@ HOP_LAYERS = {
     "completed": "response to the caller",
     "parked": "response to the caller",
     "deleted": "queue (delete)",
+    "delete_failed": "queue (delete)",
     "crashed": "fault",
     "failed": "fault",
     "busy": "fault",
@@ -36,7 +37,7 @@ LAYER_MARKERS = {"bus and rule": ("o", 7), "queue to worker": ("s", 9), "idempot
                  "model and router": ("^", 7), "response to the caller": ("P", 8), "queue (delete)": ("v", 7),
                  "fault": ("x", 9), "other": (".", 6)}
 """Each layer's marker and size: distinct shapes, so hops at the same moment stay visible."""
-HANDLING_ENDS = ("deleted", "failed", "crashed", "busy")
+HANDLING_ENDS = ("deleted", "delete_failed", "failed", "crashed", "busy")
 ERROR_BINS = 24
 
 

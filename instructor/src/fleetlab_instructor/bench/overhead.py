@@ -28,13 +28,12 @@ from fleetlab.services.state.conditions import (
     number,
     string,
 )
-from fleetlab.services.state.conditions import key as record_key
-from fleetlab.services.state.idempotency import claim_item, complete_write
+from fleetlab.services.state.idempotency import Claim, claim_item, complete_write
 from fleetlab_instructor.bench.report import row
 from fleetlab_instructor.bench.scaffold import TINY_LATENCY, provisioned
 
 OVERHEAD_GOAL = 1.25  # library step time / raw boto3 step time: the course's overhead target
-STEP_CALLS = (("sqs", "ReceiveMessage"), ("dynamodb", "PutItem"), ("dynamodb", "UpdateItem"), ("sqs", "DeleteMessage"))
+STEP_CALLS = (("sqs", "ReceiveMessage"), ("dynamodb", "PutItem"), ("dynamodb", "PutItem"), ("sqs", "DeleteMessage"))
 PATHS = ("library", "raw")
 
 
@@ -42,7 +41,7 @@ def library_overhead(backend_name: str, *, blocks: int = 10, per_block: int = 20
     """One step through the library (A) vs the same four boto3 calls made raw (B).
 
     A is ``QueueWorker.poll_once`` running ``Fleet.handle_step`` (heartbeat
-    off): ReceiveMessage, PutItem (claim), UpdateItem (complete),
+    off): ReceiveMessage, PutItem (claim), PutItem (complete),
     DeleteMessage, plus the library's parsing, validation, model call,
     ledger and tracing. B is ``raw_step``: the same calls with the same
     parameters and nothing else. Both run on the same backend, queue and
@@ -175,7 +174,7 @@ def raw_step(sqs: Any, dynamodb: Any, queue_url: str, table: str, consumer: str,
     """The four calls of one step, made directly: receive, claim, complete, delete.
 
     Same parameters as the library's (AttributeNames All, the store's
-    conditional PutItem and UpdateItem, built from the same named clauses of
+    two conditional PutItems, built from the same named clauses of
     ``state.conditions``); no parsing beyond the key, no validation, ledger,
     tracing or model. Returns how many messages it handled.
     """
@@ -198,7 +197,8 @@ def raw_step(sqs: Any, dynamodb: Any, queue_url: str, table: str, consumer: str,
             ReturnValuesOnConditionCheckFailure="ALL_OLD",
         )
         result = {"trace_id": key, "text": f"answer for {key}", "latency_s": 0.001}
-        dynamodb.update_item(TableName=table, Key=record_key(key, consumer), **complete_write(owner, result))
+        claim = Claim(key, consumer, owner, lease_until=now + lease_seconds, expires_at=now + window_seconds)
+        dynamodb.put_item(TableName=table, **complete_write(claim, result))
         sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
     return len(messages)
 

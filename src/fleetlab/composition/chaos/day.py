@@ -7,7 +7,8 @@ schedule's outage window, a fallback group) and every model call paid for
 from the token governor through an allowance. Work is fed a chunk at a time
 (the burst at once), and each batch is worked until no work queue holds a
 message: in rounds where each queue gets as many receives as the
-autoscaler's replicas (KEDA's formula on the backlog), the virtual clock
+autoscaler's replicas (KEDA's formula on the backlog), each receive's
+finished messages deleted in one DeleteMessageBatch, the virtual clock
 moving one visibility timeout when a round finds nothing. On moto the
 virtual clock is held still (``clock.still``): time moves only by the day's
 own waits, so a seed gives the same day on a busy machine. On a scaled clock
@@ -54,6 +55,7 @@ from fleetlab.composition.chaos.series import SeriesRecorder
 from fleetlab.composition.pipeline import Fleet
 from fleetlab.composition.topology import AgentClass, Topology, TopologySpec, new_prefix, provision
 from fleetlab.core.clock import Clock
+from fleetlab.core.collector import fewer_collections
 from fleetlab.services.agents.model import FakeModel, ModelResult
 from fleetlab.services.agents.router import ModelGroup, Router, RouterSettings
 from fleetlab.services.events.envelope import Envelope
@@ -85,7 +87,7 @@ def run_chaos_day(backend: Backend, config: FleetConfig | None = None, schedule:
     started = time.perf_counter()
     topology = provision(backend, _spec(config), prefix=new_prefix("chaosday"))
     try:
-        with backend.clock.still():
+        with backend.clock.still(), fewer_collections():
             day = _Day(backend, topology, config, schedule)
             day.run(progress)
             return day.scoreboard(budgets or Budgets(), run_seconds=time.perf_counter() - started)
@@ -159,6 +161,7 @@ class _Day:
         self.standbys = [self.fleet.worker(name, name=f"{name}-standby") for name in topology.queues]
         for worker in (*self.fleet.workers.values(), *self.standbys):
             worker.heartbeat_every = config.heartbeat_seconds
+            worker.batch_deletes = True
             if not config.idempotency:
                 worker.handler = self._naive_step
         self._standby_busy = False
@@ -318,6 +321,8 @@ class _Day:
         if self._standby_busy:
             return
         self._standby_busy = True
+        for worker in self.fleet.workers.values():  # on a fleet their own timers would, while the standby works
+            worker.delete_finished()
         handled: list[HandleOutcome] = []
         failed: list[BaseException] = []
 

@@ -27,6 +27,8 @@ class Delivery:
     """The message's system attributes as received (on a FIFO queue: MessageGroupId, MessageDeduplicationId)."""
     _effect: Callable[[Delivery, str, str | None], Effect] | None = field(default=None, repr=False)
     _heartbeat_hooks: list[Callable[[], None]] = field(default_factory=list, repr=False)
+    _hidden_until: float | None = field(default=None, repr=False)
+    """When the visibility the worker's last heartbeat set runs out (None: no heartbeat yet)."""
 
     @property
     def trace_id(self) -> str:

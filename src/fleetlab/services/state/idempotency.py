@@ -18,6 +18,7 @@ emulators never do), and a record released when the work fails.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import uuid
 from collections.abc import Callable
@@ -44,7 +45,6 @@ from fleetlab.services.state.conditions import (
 )
 from fleetlab.services.state.conditions import key as record_key
 
-COMPLETE_UPDATE = "SET #status = :done, #result = :result"
 EXTEND_UPDATE = "SET lease_until = :until"
 
 
@@ -56,6 +56,7 @@ class Claim:
     consumer: str
     owner: str
     lease_until: float
+    expires_at: float
     reclaimed_from: str | None = None
 
 
@@ -121,21 +122,17 @@ class IdempotencyStore:
             return self._existing(key, consumer, exc.response.get("Item") or {})
         previous = response.get("Attributes", {})
         reclaimed = previous.get("owner", {}).get("S") if previous.get("status", {}).get("S") == INPROGRESS else None
-        return Claim(key=key, consumer=consumer, owner=owner, lease_until=lease_until, reclaimed_from=reclaimed)
+        return Claim(key=key, consumer=consumer, owner=owner, lease_until=lease_until,
+                     expires_at=now + self.window_seconds, reclaimed_from=reclaimed)
 
     def complete(self, claim: Claim, result: Any) -> None:
         """Save the result. Raises LeaseLost if another worker reclaimed the key meanwhile.
 
         A lease that ran out unnoticed is fine: nobody took it over, so the
-        record is still ours.
+        record is still ours. The completed record replaces the claim's whole
+        (one conditional PutItem: no lease any more, the claim's window).
         """
-        saved = _conditionally(
-            lambda: self.dynamodb.update_item(
-                TableName=self.table,
-                Key=record_key(claim.key, claim.consumer),
-                **complete_write(claim.owner, result),
-            )
-        )
+        saved = _conditionally(lambda: self.dynamodb.put_item(TableName=self.table, **complete_write(claim, result)))
         if not saved:
             raise LeaseLost(
                 f"{claim.key}/{claim.consumer} was reclaimed by another worker before the result was saved; "
@@ -161,7 +158,7 @@ class IdempotencyStore:
         )
         if not renewed:
             raise LeaseLost(f"lease on {claim.key}/{claim.consumer} is no longer held by this worker")
-        return Claim(claim.key, claim.consumer, claim.owner, lease_until, claim.reclaimed_from)
+        return dataclasses.replace(claim, lease_until=lease_until)
 
     def release(self, claim: Claim) -> None:
         """Drop our in-progress record after a failure, so a retry can claim at once."""
@@ -205,17 +202,19 @@ def claim_item(
     }
 
 
-def complete_write(owner: str, result: Any) -> dict[str, Any]:
-    """UpdateItem's arguments (besides table and key) that save ``result`` for the claim ``owner`` holds."""
+def complete_write(claim: Claim, result: Any) -> dict[str, Any]:
+    """PutItem's arguments (besides the table) that save ``result`` in place of ``claim``'s record, if still its."""
     return {
-        "UpdateExpression": COMPLETE_UPDATE,
-        "ConditionExpression": OWNED,
-        "ExpressionAttributeNames": attribute_names(COMPLETE_UPDATE, OWNED),
-        "ExpressionAttributeValues": {
-            ":done": string(COMPLETED),
-            ":result": string(json.dumps(result)),
-            OWNER: string(owner),
+        "Item": {
+            **record_key(claim.key, claim.consumer),
+            "status": string(COMPLETED),
+            "owner": string(claim.owner),
+            "result": string(json.dumps(result)),
+            "expires_at": number(claim.expires_at),
         },
+        "ConditionExpression": OWNED,
+        "ExpressionAttributeNames": attribute_names(OWNED),
+        "ExpressionAttributeValues": {OWNER: string(claim.owner)},
     }
 
 
