@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from fleetlab.core.errors import AlreadyInProgress
 from fleetlab.core.faults import Crash, CrashPoint
 from fleetlab.course.checks.lab02.consumer import Chaos
 from fleetlab.services.state.idempotency import COMPLETED, Claim, Completed, IdempotencyStore
@@ -78,6 +79,21 @@ def _never_completes(delivery: Any, store: IdempotencyStore) -> Any:
     return "filed"
 
 
+def _swallows_busy(delivery: Any, store: IdempotencyStore) -> Any:
+    try:
+        return _keyed(delivery, store, delivery.trace_id)
+    except AlreadyInProgress:
+        return "someone else is on it"
+
+
+def _waits_for_the_holder(delivery: Any, store: IdempotencyStore) -> Any:
+    while True:
+        try:
+            return _keyed(delivery, store, delivery.trace_id)
+        except AlreadyInProgress:
+            store.clock.sleep(1)
+
+
 _REMEMBERED: dict[str, set[str]] = {}
 
 
@@ -96,6 +112,7 @@ RIGHT_ANSWERS = (
     RightAnswer("conversation and step together",
                 lambda d, store: _keyed(d, store, f"{d.envelope.conversation_id}/step-{d.envelope.step}")),
     RightAnswer("releases the claim when the ticket fails, saves a dict", _releases_on_failure),
+    RightAnswer("waits for the holder to finish, then returns its result", _waits_for_the_holder),
 )
 
 WRONG_ANSWERS = (
@@ -109,6 +126,7 @@ WRONG_ANSWERS = (
     WrongAnswer("checks the record, then acts", _check_then_act, "claim first, and file only when the claim is won"),
     WrongAnswer("never completes the claim", _never_completes, "none completed it"),
     WrongAnswer("remembers alerts in memory", _in_memory, "remembers in memory dies with it"),
+    WrongAnswer("swallows AlreadyInProgress and returns", _swallows_busy, "let AlreadyInProgress through"),
     WrongAnswer("one consumer name per worker", lambda d, store: _keyed(d, store, d.trace_id, d.worker),
                 "that key names the delivery or the worker"),
 )

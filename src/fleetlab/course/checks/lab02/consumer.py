@@ -4,8 +4,9 @@ three incidents, so a key on the conversation collides) through a real
 queue to two workers that crash at named points, and through a producer
 that published one alert twice (a key on the MessageId, or a read before the
 claim, files it twice). It demands exactly one ticket per alert, each filed
-by a delivery that won its claim on the store, and explains a wrong count
-from what each delivery did (its claims, its ticket, its crash).
+by a delivery that won its claim on the store, and no delivery that returned
+(its message deleted) while the work was held elsewhere; it explains a wrong
+count from what each delivery did (its claims, its ticket, its crash).
 """
 
 from __future__ import annotations
@@ -197,12 +198,14 @@ def check_consumer(answer: Any, case: Chaos, ctx: Any) -> CaseOutcome:
         def consumer(delivery: Any) -> Any:
             journal.current.delivery = (delivery.trace_id, f"{delivery.message_id}#{delivery.receive_count}")
             try:
-                return answer(_WatchedDelivery(delivery, journal), store)
+                returned = answer(_WatchedDelivery(delivery, journal), store)
             except FleetlabError:  # crashes, busy keys, lost leases: the harness's faults, handled by the worker
                 raise
             except Exception as error:  # the learner's own bug: report it, not its symptoms
                 learner_errors.append(error)
                 raise
+            journal.log("returned")
+            return returned
 
         result = deliver_under_chaos(
             backend, queue, consumer, _sending_order(case), faults=FaultPlan(crashes=case.crashes),
@@ -214,7 +217,23 @@ def check_consumer(answer: Any, case: Chaos, ctx: Any) -> CaseOutcome:
     unclaimed = [alert for alert in ALERTS if not any(entry.what == "won" for entry in journal.of(alert))]
     if wrong := miscounted or unclaimed:
         return CaseOutcome(False, _consumer_diagnosis(wrong[0], result.ledger.count(wrong[0]), journal, result))
+    if swallowed := _returned_while_busy(journal):
+        return CaseOutcome(False, f"{swallowed}: a delivery found the work held by another worker "
+                                  "(AlreadyInProgress) and returned anyway, so its worker deleted the message; had "
+                                  "the holder died before its ticket, no message was left to bring the work back: "
+                                  "let AlreadyInProgress through, and the worker leaves the message for later")
     return CaseOutcome(True, f"{len(ALERTS)} alerts, {len(ALERTS)} tickets")
+
+
+def _returned_while_busy(journal: _Journal) -> str:
+    """The first alert one of whose deliveries returned normally when its last claim found the work busy."""
+    last_claim: dict[str, str] = {}
+    for entry in journal.entries:
+        if entry.what in ("won", "done", "busy"):
+            last_claim[entry.delivery] = entry.what
+        elif entry.what == "returned" and last_claim.get(entry.delivery) == "busy":
+            return entry.alert
+    return ""
 
 
 def _sending_order(case: Chaos) -> list[str]:
