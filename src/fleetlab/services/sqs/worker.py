@@ -4,7 +4,8 @@
 keeps the message hidden with a ChangeMessageVisibility heartbeat while the
 step runs, and deletes only after the handler returns (with
 ``batch_deletes``, what one receive finished goes in one DeleteMessageBatch
-after the last of them, as Lambda's event source mapping deletes). It consults a
+after the last of them, as Lambda's event source mapping deletes, or sooner
+when one nears the end of its visibility timeout). It consults a
 ``FaultPlan`` at the named crash points; a crash leaves the message
 undeleted, so it comes back after its visibility timeout. With a
 ``LastAttempt`` it gives up one receive before the queue would park the
