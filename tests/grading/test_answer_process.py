@@ -26,7 +26,7 @@ import pytest
 
 from fleetlab.core.errors import StepFailed
 from fleetlab.core.virtualclock import VirtualClock
-from fleetlab.course.grading import registry, run_check
+from fleetlab.course.grading import learner, registry, run_check
 from fleetlab.course.grading.answerhost import AnswerHost
 from fleetlab.course.grading.judge import keep_memory_private
 from fleetlab.course.grading.remote import Peer, RemoteError, RemoteFailed, _DataOnly, settle_everywhere
@@ -165,6 +165,23 @@ def test_an_exception_of_the_learners_keeps_its_name_message_and_line(host):
     assert type(raised.value).__name__ == "TooLate"
     frames = vars(raised.value)["__fleetlab_remote_frames__"]
     assert frames[-1].name == "broken" and frames[-1].filename == __file__
+
+
+def test_an_answers_exception_is_the_learners_whatever_file_its_code_claims(host):
+    def divides(x):
+        return x / 0
+
+    divides.__code__ = divides.__code__.replace(co_filename=learner.__file__)
+
+    def takes_one(a):
+        return a
+
+    with pytest.raises(ZeroDivisionError) as raised:
+        loaded(host, divides)(1)
+    assert [frame.name for frame in learner.learner_frames(raised.value)] == ["divides"]
+    with pytest.raises(TypeError, match="takes 1 positional argument but 2 were given") as raised:
+        loaded(host, takes_one)(1, 2)
+    assert [frame.filename for frame in learner.learner_frames(raised.value)] == [learner.CALLED]
 
 
 def test_system_exit_in_the_answer_never_ends_the_judge(host):

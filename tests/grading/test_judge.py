@@ -64,6 +64,43 @@ def test_an_answer_the_judge_cannot_rebuild_fails_with_the_reason(fixture_lab, t
     assert verdict["diagnosis"].startswith("your answer could not be rebuilt outside your notebook (UnpicklingError")
 
 
+def in_a_library_file(source, name):
+    """The function ``name`` of ``source``, compiled as a notebook's cell would be but naming a library file."""
+    namespace = {"__name__": "__main__"}
+    exec(compile(source, judge.__file__, "exec"), namespace)
+    return namespace[name]
+
+
+def test_an_answers_exception_is_the_learners_in_the_judge_whatever_file_its_code_claims(fixture_lab, tmp_path):
+    divides_here = in_a_library_file("def divides(p95_seconds):\n    return p95_seconds / 0\n", "divides")
+    stub_here = in_a_library_file("def handle(message, done, file_ticket):\n    raise NotImplementedError\n",
+                                  "handle")
+    answers = handed_in(tmp_path, **{"99_visibility": divides_here, "99_dedupe": stub_here})
+    events = judged_here(tmp_path / "job", answers, ["99.visibility", "99.dedupe"])
+    visibility, dedupe = events[1], events[3]
+    assert visibility["status"] == "fail"
+    assert {case["diagnosis"].replace("float ", "") for case in visibility["cases"]} == {
+        "your code raised ZeroDivisionError: division by zero (in divides, line 2)"}
+    assert dedupe["status"] == "not yet"
+
+
+@pytest.mark.parametrize(("check_id", "source", "asked"), [
+    ("03.budget", "def choose_budget(a):\n    return 3, 1_000_000\n",
+     "choose_budget(retry_seconds, outage_seconds, poison_deadline_seconds, source_retention_seconds, "
+     "triage_seconds)"),
+    ("03.triage", "def triage(dlq_url):\n    return {}\n", "triage(sqs, dlq_url)"),
+])
+def test_an_answer_with_other_parameters_fails_in_the_judge_naming_the_ones_asked_for(tmp_path, check_id, source,
+                                                                                      asked):
+    namespace = {"__name__": "__main__"}
+    exec(source, namespace)
+    answer = next(value for name, value in namespace.items() if not name.startswith("__"))
+    events = judged_here(tmp_path / "job", handed_in(tmp_path, **{check_id.replace(".", "_"): answer}), [check_id])
+    verdict = events[1]
+    assert (verdict["status"], verdict["cases"]) == ("fail", [])
+    assert f"but the exercise asks for {asked}" in verdict["diagnosis"]
+
+
 def test_the_server_refuses_to_fork_while_a_thread_runs():
     stop = threading.Event()
     thread = threading.Thread(target=stop.wait)

@@ -1,3 +1,7 @@
+import json
+import re
+from pathlib import Path
+
 import pytest
 
 from fleetlab.core.errors import HiddenCasesMissing, InvalidInput
@@ -87,3 +91,15 @@ def test_the_scoring_line_says_how_points_split():
     planes = get_check("00.planes")
     assert planes.scoring() == "1 point, 0.125 for each of 8 cases (4 here, 4 more at grading)"
     assert planes.case_points() == 0.125
+
+
+def test_each_shipped_function_check_asks_for_the_parameters_of_its_notebooks_stub():
+    labs = Path(__file__).resolve().parents[2] / "labs"
+    stubs = {}
+    for notebook in sorted(labs.glob("[0-9][0-9]_*.ipynb")):
+        for cell in json.loads(notebook.read_text(encoding="utf-8"))["cells"]:
+            for name, parameters in re.findall(r"^def (\w+)\(([^)]*)\)", "".join(cell["source"]), re.M):
+                stubs.setdefault(name, " ".join(parameters.split()))
+    checks = [check for lab in registry.shipped_labs() for check in registry.checks_of(lab) if check.function]
+    assert checks
+    assert {check.id: check.parameters for check in checks} == {check.id: stubs.get(check.function) for check in checks}

@@ -148,6 +148,44 @@ def test_a_broken_harness_is_an_error_not_the_learners_fault():
     assert "fleetlab bug" in result.diagnosis
 
 
+def test_an_answers_exception_is_the_learners_whatever_file_its_code_claims():
+    namespace = {}
+    exec(compile("def doubled(x):\n    return x / 0\n", runner.__file__, "exec"), namespace)
+    result = run_check(DOUBLE, namespace["doubled"])
+    assert result.status == "fail"
+    assert result.diagnosis == "your code raised ZeroDivisionError: division by zero (in doubled, line 2)"
+
+
+def test_a_harness_that_breaks_after_the_answer_returned_is_still_a_fleetlab_bug():
+    def breaks_after(answer, case, ctx):
+        answer(case.value)
+        return {}["missing"]
+
+    register("98.after", title="after", public=[Number("one", 1)])(breaks_after)
+    result = run_check(get_check("98.after"), lambda x: 2 * x)
+    assert result.status == "error" and "fleetlab bug" in result.diagnosis
+
+
+def test_an_answer_with_other_parameters_fails_naming_the_ones_the_exercise_asks_for(no_backend_opens):
+    register("98.named", title="named", public=[Number("one", 1)], function="double", parameters="value")(doubles)
+
+    def double(value, factor):
+        return value * factor
+
+    result = run_check(get_check("98.named"), double)
+    assert (result.status, result.cases) == ("fail", [])
+    assert result.diagnosis.startswith("your double takes (value, factor), but the exercise asks for double(value)")
+
+
+def test_a_huge_exception_text_is_cut_before_it_reaches_the_verdict():
+    def shouts(x):
+        raise ValueError("x" * 30_000_000)
+
+    result = run_check(DOUBLE, shouts)
+    assert result.status == "fail" and len(result.diagnosis) < 3_000
+    assert all(len(case.diagnosis) < 3_000 and "characters cut]" in case.diagnosis for case in result.cases)
+
+
 def test_a_harness_returning_the_wrong_type_is_an_error():
     register("98.sloppy", title="sloppy", public=[Case("only")])(lambda answer, case, ctx: True)
     assert run_check(get_check("98.sloppy"), 42).status == "error"

@@ -32,14 +32,16 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from fleetlab.course.grading import learner
+from fleetlab.core.errors import InvalidInput
+from fleetlab.course.grading import learner, registry
 from fleetlab.course.grading.remote import ENDED, Peer, RemoteFailed
 
 
 @dataclass(frozen=True)
 class Loaded:
     """One answer as the judge gets it: ``kind`` is ``ok`` (``value`` is the answer), ``unfinished``,
-    ``borrowed`` (``detail`` names what it took) or ``unbuildable`` (``detail`` says why)."""
+    ``borrowed`` (``detail`` names what it took), ``misfit`` (it cannot take the exercise's parameters:
+    ``detail`` names them) or ``unbuildable`` (``detail`` says why)."""
 
     kind: str
     value: Any = None
@@ -91,7 +93,7 @@ class AnswerHost:
         except RemoteFailed as failed:
             return Loaded("unbuildable", detail=ENDED.format(why=failed))
         if not (isinstance(reply, tuple) and len(reply) == 3 and reply[0] in ("ok", "unfinished", "borrowed",
-                                                                                "unbuildable")):
+                                                                                "misfit", "unbuildable")):
             return Loaded("unbuildable", detail="the process that rebuilt your answer answered out of turn")
         return Loaded(reply[0], reply[1] if reply[0] == "ok" else None, str(reply[2]))
 
@@ -204,7 +206,18 @@ def _rebuilt_answer(check_id: str, pickled: str, refuse_borrowed: bool) -> tuple
         return "unfinished", None, ""
     if refuse_borrowed and (borrowed := learner.borrowed_answer(answer, check_id)):
         return "borrowed", None, borrowed
+    if misfit := _misfit(answer, check_id):
+        return "misfit", None, misfit
     return "ok", answer, ""
+
+
+def _misfit(answer: Any, check_id: str) -> str:
+    """``learner.misfit`` for the check ``check_id`` (answers are rebuilt here, where the learner's code may run)."""
+    try:
+        check = registry.get_check(check_id)
+    except InvalidInput:  # no such check: the judge says so itself
+        return ""
+    return learner.misfit(answer, check.function, check.parameters)
 
 
 if __name__ == "__main__":  # a zygote of its own, for an AnswerHost made where threads run

@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import inspect
 import sys
 import sysconfig
 import textwrap
 import traceback
+import types
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+from fleetlab.course.grading.results import capped
 
 _FLEETLAB_DIR = str(Path(__file__).resolve().parents[2])
 _PYTHON_DIRS = tuple({sysconfig.get_path(name) for name in ("stdlib", "platstdlib", "purelib", "platlib")})
@@ -37,15 +41,108 @@ def is_unfinished(answer: Any, depth: int = 2) -> bool:
     return False
 
 
-def learner_frames(exc: BaseException, library_files: Iterable[str] = ()) -> list[traceback.FrameSummary]:
+def answer_codes(answer: Any, depth: int = 3) -> frozenset[types.CodeType]:
+    """The code objects that are ``answer``'s own, whatever file they claim to come from.
+
+    A function's code and the code nested in it, the methods of a class (and
+    of its bases from the same module), the items of a dict, list or tuple,
+    and, ``depth`` levels down, the functions and classes a function names
+    from its own module's globals or holds in its closure. Reads no attribute
+    of any other object (a proxy's reads would run code elsewhere).
+    """
+    codes: set[types.CodeType] = set()
+    seen: set[int] = set()
+
+    def visit(value: Any, depth: int) -> None:
+        if id(value) in seen:
+            return
+        seen.add(id(value))
+        if isinstance(value, types.MethodType):
+            value = value.__func__
+        if isinstance(value, functools.partial):
+            visit(value.func, depth)
+        elif isinstance(value, types.FunctionType):
+            codes.update(_nested_codes(value.__code__))
+            if depth:
+                for reached in _reached_by(value):
+                    if _same_home(reached, value):
+                        visit(reached, depth - 1)
+        elif isinstance(value, type):
+            for cls in value.__mro__:
+                if cls is value or (cls is not object and cls.__module__ == value.__module__):
+                    for member in vars(cls).values():
+                        visit(getattr(member, "__func__", member), depth)
+        elif depth and isinstance(value, dict):
+            for item in value.values():
+                visit(item, depth - 1)
+        elif depth and isinstance(value, (list, tuple)):
+            for item in value:
+                visit(item, depth - 1)
+
+    visit(answer, depth)
+    return frozenset(codes)
+
+
+def learner_frames(
+    exc: BaseException, codes: Iterable[types.CodeType] = (), library_files: Iterable[str] = (),
+    *, callers: Iterable[types.CodeType] = (),
+) -> list[traceback.FrameSummary]:
     """The frames of ``exc``'s traceback that run the learner's code, outermost first.
 
-    Library code is fleetlab itself, the standard library, installed packages
-    and ``library_files`` (the check's own harness module).
+    The learner's code starts at the first frame running one of ``codes``
+    (``answer_codes``), or at the frame called by one running ``callers``
+    (where another process's calls enter the answer); an exception that
+    never got there is not the learner's. From there on, the frames are the
+    learner's unless their file is library code (fleetlab itself, the
+    standard library, installed packages and ``library_files``, the check's
+    harness) and their code is not one of ``codes``; when every one is, the
+    first. An exception raised by the call into the answer itself (wrong
+    arguments) is the learner's, with a frame of line 0 (``CALLED``). Frames
+    carried from the answer's process (``REMOTE_FRAMES``) follow.
     """
-    library = (_FLEETLAB_DIR, *_PYTHON_DIRS, *library_files)
-    here = [frame for frame in traceback.extract_tb(exc.__traceback__) if not _is_library(frame.filename, library)]
+    codes, callers = frozenset(codes), frozenset(callers)
+    walked = [(tb.tb_frame.f_code, tb) for tb in _tracebacks(exc.__traceback__)]
+    entry = next((at for at, (code, _) in enumerate(walked) if code in codes), None)
+    if entry is None:
+        entry = next((at + 1 for at, (code, _) in enumerate(walked) if code in callers), None)
+    here: list[traceback.FrameSummary] = []
+    if entry is not None and entry == len(walked):
+        here = [traceback.FrameSummary(CALLED, 0, walked[-1][1].tb_frame.f_code.co_name, lookup_line=False)]
+    elif entry is not None:
+        library = (_FLEETLAB_DIR, *_PYTHON_DIRS, *library_files)
+        entered = [(code, _summary(tb)) for code, tb in walked[entry:]]
+        here = [frame for code, frame in entered if code in codes or not _is_library(frame.filename, library)]
+        here = here or [entered[0][1]]
     return here + list(vars(exc).get(REMOTE_FRAMES, ()))
+
+
+CALLED = "<the call into your code>"
+"""The file of the frame ``learner_frames`` gives an exception the call into the answer raised before it ran."""
+
+
+def _tracebacks(tb: types.TracebackType | None) -> Iterable[types.TracebackType]:
+    while tb is not None:
+        yield tb
+        tb = tb.tb_next
+
+
+def _summary(tb: types.TracebackType) -> traceback.FrameSummary:
+    code = tb.tb_frame.f_code
+    return traceback.FrameSummary(code.co_filename, tb.tb_lineno, code.co_name)
+
+
+def _nested_codes(code: types.CodeType) -> Iterable[types.CodeType]:
+    yield code
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _nested_codes(const)
+
+
+def _same_home(value: Any, function: types.FunctionType) -> bool:
+    """True when ``value``, reached from ``function``, was defined where ``function`` was (the learner's module)."""
+    if isinstance(value, types.FunctionType):
+        return value.__globals__ is function.__globals__
+    return isinstance(value, type) and value.__module__ == function.__module__
 
 
 def learner_waiting(
@@ -70,18 +167,42 @@ def learner_waiting(
     return None
 
 
-def raised_by_learner_stub(exc: BaseException, library_files: Iterable[str] = ()) -> bool:
+def raised_by_learner_stub(
+    exc: BaseException, codes: Iterable[types.CodeType] = (), library_files: Iterable[str] = (),
+    *, callers: Iterable[types.CodeType] = (),
+) -> bool:
     """True when the learner's own code raised NotImplementedError (an unfinished stub).
 
     A NotImplementedError from a library the learner called (moto raises one
-    for calls it does not emulate) is an ordinary error, not a stub.
+    for calls it does not emulate) is an ordinary error, not a stub. The
+    arguments are ``learner_frames``'.
     """
     if vars(exc).get(REMOTE_STUB):
         return True
-    if not isinstance(exc, NotImplementedError):
+    if not isinstance(exc, NotImplementedError) or exc.__traceback__ is None:
         return False
-    frames = traceback.extract_tb(exc.__traceback__)
-    return bool(frames) and frames[-1] in learner_frames(exc, library_files)
+    innermost = _summary(list(_tracebacks(exc.__traceback__))[-1])
+    return innermost in learner_frames(exc, codes, library_files, callers=callers)
+
+
+def misfit(answer: Any, function: str, parameters: str) -> str:
+    """Why ``answer`` cannot take the ``parameters`` the exercise asks of ``function`` (``"sqs, dlq_url"``),
+    passed in that order; "" when it can, or when its parameters cannot be read without running other code
+    (only Python functions and methods are read)."""
+    if not parameters or not isinstance(answer, (types.FunctionType, types.MethodType)):
+        return ""
+    asked = [name.strip() for name in parameters.split(",")]
+    try:
+        signature = inspect.signature(answer)
+    except Exception:  # a signature set by the answer itself that cannot be read: the cases will tell
+        return ""
+    try:
+        signature.bind(*asked)
+    except TypeError as exc:
+        return (f"your {function} takes {capped(str(signature), 200)}, but the exercise asks for "
+                f"{function}({parameters}) and the check calls it with those {len(asked)} values in that order "
+                f"({exc}); give it exactly these parameters")
+    return ""
 
 
 EMULATOR_LACKS = "has not been implemented"
@@ -92,8 +213,11 @@ def describe_learner_error(exc: BaseException, frames: list[traceback.FrameSumma
     """``your code raised ZeroDivisionError: division by zero (in handle, line 4)``, and for an API call the
     emulator lacks (moto's NotImplementedError) what that means."""
     where = frames[-1]
-    message = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    said = f"your code raised {message} (in {where.name}, line {where.lineno})"
+    text = capped(str(exc))
+    message = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    said = f"your code raised {message}"
+    if where.filename != CALLED:
+        said += f" (in {where.name}, line {where.lineno})"
     if isinstance(exc, NotImplementedError) and EMULATOR_LACKS in str(exc):
         said += (": this backend does not emulate that call, though AWS has it (lab.fidelity() says which calls); "
                  "catch the error and fall back on calls it has, as the lab shows")

@@ -85,6 +85,7 @@ class Check:
     function: str = ""
     side_by_side: bool = False
     answer: str = ""
+    parameters: str = ""
 
     @property
     def lab(self) -> str:
@@ -150,11 +151,14 @@ def register(
     function: str = "",
     side_by_side: bool = False,
     answer: str = "",
+    parameters: str = "",
 ) -> Callable[[Harness], Harness]:
     """Decorator: register the decorated harness as check ``check_id``.
 
     ``function`` names the function the exercise asks for: an answer that is
-    not callable is then refused before any case runs. ``answer`` names the
+    not callable is then refused before any case runs, and so is one that
+    cannot take ``parameters`` (``"sqs, dlq_url"``, as the notebook's stub
+    has them) in that order. ``answer`` names the
     value the exercise asks for when it is not a function (the grader finds
     an answer by this name, or ``function``). ``side_by_side``: see ``Check``.
 
@@ -184,6 +188,7 @@ def register(
             function=function,
             side_by_side=side_by_side,
             answer=answer,
+            parameters=parameters,
         )
         return harness
 

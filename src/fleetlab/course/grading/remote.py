@@ -341,20 +341,20 @@ class Peer:
 
     def _getattr(self, object_id: int, name: str) -> Any:
         self._refuse_private(name)
-        return getattr(self._target(object_id), name)
+        return _enter(getattr, self._target(object_id), name)
 
     def _setattr(self, object_id: int, name: str, value: Any) -> None:
         if not self.trusted:
             raise AttributeError(f"cannot set {name!r}: the grader's objects are read-only to your code")
-        setattr(self._target(object_id), name, value)
+        _enter(setattr, self._target(object_id), name, value)
 
     def _call(self, object_id: int, args: list[Any], kwargs: dict[str, Any]) -> Any:
-        return self._target(object_id)(*args, **kwargs)
+        return _enter(self._target(object_id), *args, **kwargs)
 
     def _method(self, object_id: int, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
         if name not in SPECIAL_METHODS:
             self._refuse_private(name)
-        return getattr(self._target(object_id), name)(*args, **kwargs)
+        return _enter(getattr(self._target(object_id), name), *args, **kwargs)
 
     def _api(self, client_id: int, operation: str, params: dict[str, Any]) -> Any:
         client = self._target(client_id)
@@ -488,7 +488,7 @@ class Peer:
             return ["EC", value.__module__, value.__qualname__]
         origin = self._origin(value)
         if origin is not None and isinstance(value, BaseException):
-            return ["BE", origin, _learner_frames(value)]  # back home, with the learner's frames it went through
+            return ["BE", origin, self._learner_frames(value)]  # back home, with the learner's frames it went through
         if origin is not None:
             return ["B", origin]
         if isinstance(value, numbers.Number) and not isinstance(value, (enum.Enum, decimal.Decimal)):
@@ -517,14 +517,24 @@ class Peer:
             args = self._encode(list(error.args), depth)
         except ValueError:
             args = ["L", str(error)]
-        frames = _learner_frames(error)
+        frames = self._learner_frames(error)
         attributes = {name: value for name, value in vars(error).items() if not name.startswith("__fleetlab")}
         try:
             state = self._encode(attributes, depth)
         except ValueError:
             state = ["D"]
         return ["E", self._keep(error), type(error).__module__, type(error).__qualname__, args, str(error),
-                frames, learner.raised_by_learner_stub(error), state, isinstance(error, StopAnswer)]
+                frames, self.trusted and learner.raised_by_learner_stub(error, callers=_ENTRIES), state,
+                isinstance(error, StopAnswer)]
+
+    def _learner_frames(self, error: BaseException) -> list[list[Any]]:
+        """The learner's frames of ``error`` on this side, as the protocol carries them: on the side that runs the
+        answer, those from where the other side's call entered it on (whatever files they name); none on the
+        judge's side, where no learner code runs."""
+        if not self.trusted:
+            return []
+        return [[frame.filename, frame.lineno, frame.name, frame.line or ""]
+                for frame in learner.learner_frames(error, callers=_ENTRIES)]
 
     # --- values in
 
@@ -937,9 +947,13 @@ def warm_clients() -> None:
         _answering_client(service, "us-east-1", lambda *_: {})
 
 
-def _learner_frames(error: BaseException) -> list[list[Any]]:
-    """The learner's frames of ``error`` on this side, as the protocol carries them."""
-    return [[frame.filename, frame.lineno, frame.name, frame.line or ""] for frame in learner.learner_frames(error)]
+def _enter(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``function(*args, **kwargs)``: where the other side's call enters an object of this side's (on the answer's
+    side, the answer's own code: an exception raised from here on is the learner's)."""
+    return function(*args, **kwargs)
+
+
+_ENTRIES = frozenset({_enter.__code__})
 
 
 def _frame_summaries(frames: Any) -> list[traceback.FrameSummary]:

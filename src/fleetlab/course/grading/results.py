@@ -14,6 +14,19 @@ from fleetlab.core.status import Status
 from fleetlab.course.grading.registry import Check
 
 
+MAX_TEXT = 2000
+"""The most characters of one diagnosis (or of an exception's text in it) a verdict keeps; the rest is cut."""
+CUT = " [... {count} characters cut]"
+
+
+def capped(text: str, limit: int = MAX_TEXT) -> str:
+    """``text`` cut to about ``limit`` characters, saying how much was cut: what an answer says (its exception's
+    text, a value it returned) never makes a verdict, the feedback or the grader's memory grow without bound."""
+    if len(text) <= limit:
+        return text
+    return text[:limit] + CUT.format(count=len(text) - limit)
+
+
 class CheckStatus(Status):
     """A check's (or one case's) status, as the notebook, the progress file and the gradebook show it."""
 
@@ -40,6 +53,9 @@ class CaseResult:
     diagnosis: str = ""
     hidden: bool = False
     seconds: float = 0.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "diagnosis", capped(self.diagnosis))
 
 
 @dataclass
@@ -90,7 +106,8 @@ def refused(check: Check, diagnosis: str, *, graded: bool) -> CheckResult:
 def _without_cases(check: Check, status: CheckStatus, diagnosis: str, *, graded: bool) -> CheckResult:
     grader_adds = 0 if graded else check.hidden_cases
     points = 0.0 if not grader_adds else None
-    return CheckResult(check.id, check.title, status, points, check.points, diagnosis, [], grader_adds, check.scoring())
+    return CheckResult(check.id, check.title, status, points, check.points, capped(diagnosis), [], grader_adds,
+                       check.scoring())
 
 
 def _verdict(cases: list[CaseResult], grader_adds: int) -> tuple[CheckStatus, str]:

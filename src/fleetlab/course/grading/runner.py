@@ -34,6 +34,7 @@ import traceback
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from types import CodeType
 from typing import Any
 
 from fleetlab.backends.backend import Backend, open_backend
@@ -44,7 +45,15 @@ from fleetlab.core.waits import WaitMeter
 from fleetlab.course.grading import learner
 from fleetlab.course.grading.remote import ENDED, RemoteFailed, process_of
 from fleetlab.course.grading.registry import Case, CaseOutcome, Check
-from fleetlab.course.grading.results import CaseResult, CheckResult, CheckStatus, conclude, not_yet, refused
+from fleetlab.course.grading.results import (
+    CaseResult,
+    CheckResult,
+    CheckStatus,
+    capped,
+    conclude,
+    not_yet,
+    refused,
+)
 
 ABANDON_SLICE = 0.5
 """Real seconds a timed-out case gets to unwind on its own before the runner cancels what it left on the clock."""
@@ -224,6 +233,8 @@ def run_check(
     if check.function and not callable(answer):
         advice = f"pass the function itself: check({check.id!r}, {check.function})"
         return refused(check, advice, graded=include_hidden)
+    if misfit := learner.misfit(answer, check.function, check.parameters):
+        return refused(check, misfit, graded=include_hidden)
     if backends is None:
         with CheckBackend() as own:
             return run_check(check, answer, include_hidden=include_hidden, backends=own)
@@ -239,10 +250,11 @@ def _run_cases(check: Check, answer: Any, include_hidden: bool, backends: CheckB
     backends.meter(budget.meter)
     runs = [(case, hidden, CheckContext(check.id, _seed(check.id, case), budget, backends))
             for case, hidden in check.cases(include_hidden=include_hidden)]
+    codes = frozenset() if process_of(answer) is not None else learner.answer_codes(answer)
     try:
         if check.side_by_side and backends.real_clock():
-            return _run_side_by_side(check, answer, runs)
-        return _run_in_turn(check, answer, runs)
+            return _run_side_by_side(check, answer, codes, runs)
+        return _run_in_turn(check, answer, codes, runs)
     finally:
         backends.meter(None)
 
@@ -250,7 +262,7 @@ def _run_cases(check: Check, answer: Any, include_hidden: bool, backends: CheckB
 _Run = tuple[Case, bool, "CheckContext"]
 
 
-def _run_in_turn(check: Check, answer: Any, runs: list[_Run]) -> list[CaseResult]:
+def _run_in_turn(check: Check, answer: Any, codes: frozenset[CodeType], runs: list[_Run]) -> list[CaseResult]:
     """One case after another; once the budget has run out, or a case says "not yet" (then the check's verdict
     whatever the others would say), the rest are skipped."""
     results: list[CaseResult] = []
@@ -260,18 +272,20 @@ def _run_in_turn(check: Check, answer: Any, runs: list[_Run]) -> list[CaseResult
         elif context.budget.remaining() <= 0:
             results.append(CaseResult(case.name, CheckStatus.SKIPPED, "not run: the check ran out of time", hidden))
         else:
-            results.append(_run_case(check, answer, case, context, hidden))
+            results.append(_run_case(check, answer, codes, case, context, hidden))
     return results
 
 
-def _run_side_by_side(check: Check, answer: Any, runs: list[_Run]) -> list[CaseResult]:
+def _run_side_by_side(check: Check, answer: Any, codes: frozenset[CodeType], runs: list[_Run]) -> list[CaseResult]:
     """Every case at once, each under the shared budget; the results in case order."""
     with ThreadPoolExecutor(max_workers=len(runs), thread_name_prefix="fleetlab-cases") as pool:
-        started = [pool.submit(_run_case, check, answer, case, context, hidden) for case, hidden, context in runs]
+        started = [pool.submit(_run_case, check, answer, codes, case, context, hidden)
+                   for case, hidden, context in runs]
         return [result.result() for result in started]
 
 
-def _run_case(check: Check, answer: Any, case: Case, context: CheckContext, hidden: bool) -> CaseResult:
+def _run_case(check: Check, answer: Any, codes: frozenset[CodeType], case: Case, context: CheckContext,
+              hidden: bool) -> CaseResult:
     started = time.monotonic()
     ran = _call_with_deadline(
         check.harness, (answer, case, context), context.budget, stop_actors=context._backends.cancel_actors
@@ -282,7 +296,7 @@ def _run_case(check: Check, answer: Any, case: Case, context: CheckContext, hidd
         status, diagnosis = _timed_out(check, context, ran.stuck)
         return CaseResult(case.name, status, diagnosis, hidden, seconds)
     if error is not None:
-        status, diagnosis = _classify(error, check)
+        status, diagnosis = _classify(error, check, codes)
         return CaseResult(case.name, status, diagnosis, hidden, seconds)
     if not isinstance(outcome, CaseOutcome):
         diagnosis = f"the harness returned {type(outcome).__name__}, not a CaseOutcome (a fleetlab bug)"
@@ -366,16 +380,18 @@ def _call_with_deadline(fn: Any, args: tuple, budget: Budget, *, stop_actors: An
     return _Ran(finished=False, stuck=stuck)
 
 
-def _classify(error: BaseException, check: Check) -> tuple[CheckStatus, str]:
+def _classify(error: BaseException, check: Check, codes: frozenset[CodeType]) -> tuple[CheckStatus, str]:
+    """Whose ``error`` is: the learner's when it passed through the answer's code (``codes``, its own
+    whatever file that code names) or the answer's process; else the check's own, a fleetlab bug."""
     if isinstance(error, RemoteFailed):  # the process running the learner's code ended, or broke the protocol
         return CheckStatus.FAIL, ENDED.format(why=error)
     harness_file = (check.harness.__code__.co_filename,)
-    if learner.raised_by_learner_stub(error, harness_file):
+    if learner.raised_by_learner_stub(error, codes, harness_file):
         return CheckStatus.NOT_YET, ""
-    frames = learner.learner_frames(error, harness_file)
+    frames = learner.learner_frames(error, codes, harness_file)
     if frames:
         return CheckStatus.FAIL, learner.describe_learner_error(error, frames)
-    return CheckStatus.ERROR, (f"the check itself failed ({type(error).__name__}: {error}); "
+    return CheckStatus.ERROR, (f"the check itself failed ({type(error).__name__}: {capped(str(error), 500)}); "
                                "a fleetlab bug, please report it")
 
 

@@ -236,6 +236,7 @@ def _gap_diagnosis(
     "01.heartbeat",
     title="Keep a long step's message hidden with a heartbeat",
     function="keep_hidden",
+    parameters="sqs, queue_url, receipt_handle, visibility_timeout, clock",
     points=2,
     public=[
         LongStep("a 16½-minute step on a 5-minute timeout", 300, 990),

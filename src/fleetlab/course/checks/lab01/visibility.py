@@ -69,6 +69,7 @@ def raced_steps(case: Workload, rng: Any) -> dict[str, float]:
     "01.visibility",
     title="Size the visibility timeout from measured step times",
     function="choose_visibility",
+    parameters="step_times",
     points=2,
     public=[
         Workload("researcher steps (p50 90 s, p95 420 s)", 90, 420),

@@ -172,6 +172,7 @@ def _why_none(mine: list[_Entry], journal: _Journal) -> str:
     "02.consumer",
     title="An idempotent consumer: one ticket per alert",
     function="consumer",
+    parameters="delivery, store",
     points=3,
     public=[
         Chaos("a crash after the ticket, before the delete",

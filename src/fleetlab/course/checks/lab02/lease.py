@@ -227,6 +227,7 @@ def _play_throttled(run: _LeaseRun, key: str) -> str:
     "02.lease",
     title="A conditional claim with a lease",
     function="claim",
+    parameters="ddb, table, key, owner, now, lease_seconds",
     points=3,
     public=[
         LeaseStory("the first claim wins, a second waits", (("claim", "alert-7"), ("claim", "alert-7"))),

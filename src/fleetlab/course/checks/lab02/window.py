@@ -36,6 +36,7 @@ def _why_latest(case: Horizon) -> str:
     "02.window",
     title="Choose the idempotency window",
     function="idempotency_window",
+    parameters="retry_window, retention, replay_horizon",
     points=2,
     public=[
         Horizon("bus retries for 1 h, queue keeps 4 days", 3_600, 4 * 86_400, 0),

@@ -51,6 +51,7 @@ def interleaved_steps(steps: int, conversations: int = 1) -> tuple[str, ...]:
     "03.batch",
     title="Partial batch responses, standard and FIFO",
     function="batch_response",
+    parameters="event, process, fifo",
     points=3,
     public=[
         Batch("a standard queue: a batch of ten steps, step 4 is poison", False, interleaved_steps(10),

@@ -55,6 +55,7 @@ class Facts(Case):
     "03.budget",
     title="Choose maxReceiveCount and the DLQ's retention",
     function="choose_budget",
+    parameters="retry_seconds, outage_seconds, poison_deadline_seconds, source_retention_seconds, triage_seconds",
     points=2,
     public=[
         Facts("Lambda workers: a retry every minute, 4-minute outages, poison out within 15 min; "

@@ -60,6 +60,7 @@ class Parked(Case):
     "03.redrive",
     title="Redrive a DLQ with a canary",
     function="canary_redrive",
+    parameters="sqs, dlq_url, queue_url, canary_size, process",
     points=3,
     public=[
         Parked("the fix works: 30 parked steps, a canary of 5", 30, 5, 0),

@@ -62,6 +62,7 @@ def _records(case: Backlog) -> list[str]:
     "03.triage",
     title="Triage a DLQ by failure class without consuming it",
     function="triage",
+    parameters="sqs, dlq_url",
     points=2,
     public=[
         Backlog("23 records after a provider outage and a bad deploy",

@@ -141,6 +141,7 @@ CALLBACK_SIGNATURE = "complete_task(sfn, token, work, heartbeat_seconds, clock)"
                   ))],
     hidden_cases=1,
     function="complete_task",
+    parameters="sfn, token, work, heartbeat_seconds, clock",
     timeout=30,
 )
 def check_callback(answer: Any, case: Steps, ctx: Any) -> CaseOutcome:

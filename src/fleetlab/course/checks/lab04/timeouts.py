@@ -67,6 +67,7 @@ def _as_timers(value: Any) -> tuple[Any, Any, str]:
                     (2, 4), 0.2, 0.4, real=True)],
     hidden_cases=3,
     function="choose_timeouts",
+    parameters="steps",
     timeout=15,
 )
 def check_timeouts(answer: Any, case: Profile, ctx: Any) -> CaseOutcome:

@@ -116,6 +116,7 @@ def _figures(returned: Any) -> tuple[float, float]:
     "05.bill",
     title="Count a fleet's in-flight steps and price its day",
     function="fleet_bill",
+    parameters="conversations_per_minute, steps, step_seconds, prices",
     points=2,
     public=[
         Fleet("500 conversations a minute, 15 steps of 90 s, us-east-1 prices", 500, 15, 90),

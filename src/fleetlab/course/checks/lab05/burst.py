@@ -190,6 +190,7 @@ def _worked(args: tuple[int, ...]) -> str:
     "05.burst",
     title="Predict the replicas over a burst, sync by sync",
     function="desired_replicas",
+    parameters="current, visible, in_flight, queue_length, min_replicas, max_replicas",
     points=3,
     public=[
         Burst("62 documents land on an empty queue (queueLength 5, pods of 5, maxReplicaCount 50)",

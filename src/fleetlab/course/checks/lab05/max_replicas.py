@@ -58,6 +58,7 @@ def _judge(case: Quota, cap: int) -> CaseOutcome:
     "05.max_replicas",
     title="Cap the fleet below the provider's quota",
     function="max_replicas",
+    parameters="quota, reserved, pod_concurrency",
     points=2,
     public=[
         Quota("400 calls at once, 90 kept for chat, pods of 6", 400, 90, 6),

@@ -77,6 +77,7 @@ def _judge(case: LoadTest, queue_length: int, replicas: int) -> CaseOutcome:
     "05.queue_length",
     title="Set queueLength from a pod's measured concurrency",
     function="choose_queue_length",
+    parameters="steps_per_minute, mean_step_seconds",
     points=2,
     public=[
         LoadTest("a document pod: 3.28 steps/min, 91.4 s a step; then 40 documents land", 3.28, 91.4, 5, 40),

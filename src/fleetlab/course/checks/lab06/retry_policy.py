@@ -108,6 +108,7 @@ def _judge_posture(stored: Mapping[str, Any], case: Goal, dlq_arn: str) -> CaseO
     hidden_cases=2,
     timeout=10,
     function="retry_policy",
+    parameters="detect_within, alarm_delay, ride_out, dlq_arn",
 )
 def check_retry_policy(answer: Any, case: Goal, ctx: Any) -> CaseOutcome:
     with Resources(ctx.backend, ctx.fresh_prefix()) as made:

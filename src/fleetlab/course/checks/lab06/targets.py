@@ -141,6 +141,7 @@ TARGET_SCENARIOS_PUBLIC = [
     hidden_cases=2,
     timeout=30,
     function="may_receive_replays",
+    parameters="target, replay_age",
 )
 def check_targets(answer: Any, case: Scenario, ctx: Any) -> CaseOutcome:
     return _scenario_story(answer, case, ctx)

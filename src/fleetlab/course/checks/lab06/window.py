@@ -83,6 +83,7 @@ def _store_test(window: float, sources: DuplicateSources, ctx: Any) -> CaseOutco
     hidden_cases=3,
     timeout=20,
     function="safe_window",
+    parameters="facts",
 )
 def check_window(answer: Any, case: Setup, ctx: Any) -> CaseOutcome:
     facts = _facts(case, ctx)

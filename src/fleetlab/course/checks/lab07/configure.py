@@ -33,6 +33,7 @@ looser than a full day's."""
     hidden_cases=2,
     timeout=60,
     function="configure",
+    parameters="day",
 )
 def check_configure(answer: Any, case: Day, ctx: Any) -> CaseOutcome:
     config = returned_config(answer(case.facts), "configure")

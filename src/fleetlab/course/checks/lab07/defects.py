@@ -51,6 +51,7 @@ def planted_day(ctx: Any, case: Planted) -> Scoreboard:
     hidden_cases=2,
     timeout=90,
     function="repair",
+    parameters="config, scoreboard",
 )
 def check_defects(answer: Any, case: Planted, ctx: Any) -> CaseOutcome:
     board = planted_day(ctx, case)
