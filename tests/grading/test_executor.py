@@ -1,10 +1,14 @@
 """The polling executor against real kernels (short timeouts; each test starts one kernel)."""
 
 import os
+import threading
 import time
+from contextlib import contextmanager
+
+import psutil
 
 import nbformat
-from fleetlab_tools.kernel import NotebookKernel
+from fleetlab_tools.kernel import MAX_CELL_OUTPUT, MAX_ERROR, NotebookKernel
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 
@@ -69,3 +73,48 @@ def test_code_cells_run_in_order_until_the_first_that_is_not_ok(tmp_path):
         runs = kernel.run_code_cells(timeout=10)
     assert [(run.index, run.status) for run in runs] == [(0, "ok"), (2, "ok"), (3, "error")]
     assert runs[-1].error == "ValueError: 2" and nb.cells[4].outputs == []
+
+
+@contextmanager
+def peak_growth():
+    """The most this process's resident memory grew above its start while the block ran (bytes), as [value]."""
+    me = psutil.Process()
+    start, grew, done = me.memory_info().rss, [0], threading.Event()
+
+    def watch():
+        while not done.wait(0.02):
+            grew[0] = max(grew[0], me.memory_info().rss - start)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        yield grew
+    finally:
+        done.set()
+        watcher.join()
+
+
+FLOOD = ("import time\nline = 'x' * 1_000_000\nend = time.monotonic() + 6\nprinted = 0\n"
+         "while printed < 500 and time.monotonic() < end:\n    print(line)\n    printed += 1")
+
+
+def test_what_cells_print_is_cut_and_the_graders_memory_stays_bounded(tmp_path):
+    nb = notebook(
+        FLOOD,
+        "for n in range(3000):\n    print('y' * 1000, flush=True)",
+        "raise ValueError('z' * 30_000_000)",
+        "print(printed)",
+    )
+    with peak_growth() as grew, NotebookKernel(nb, env=dict(os.environ), cwd=tmp_path) as kernel:
+        runs = [kernel.run_cell(index, timeout=60) for index in range(len(nb.cells))]
+    assert [(run.status, run.output_cut) for run in runs] == [("ok", True), ("ok", True), ("error", True),
+                                                             ("ok", False)]
+    printed = int(nb.cells[3].outputs[0].text) * 1_000_000
+    assert printed >= 200_000_000 and grew[0] < printed / 2, (printed, grew[0])
+    for cell in nb.cells[:3]:
+        texts = [str(output.get("text", "")) + "".join(output.get("traceback", [])) for output in cell.outputs]
+        assert texts[-1].startswith("[fleetlab: output cut")
+        assert sum(map(len, texts)) <= MAX_CELL_OUTPUT + len(texts[-1])
+    kept = sum(len(output.text) for output in nb.cells[1].outputs[:-1])
+    assert kept > MAX_CELL_OUTPUT // 2  # in small messages, the head is kept
+    assert runs[2].error.startswith("ValueError: zzz") and len(runs[2].error) < MAX_ERROR + 50

@@ -9,6 +9,14 @@ display updates, ``clear_output``, widget state), exactly as it would.
 
 A cell that overruns is interrupted; a kernel that does not answer the
 interrupt within ``grace`` seconds is killed with its process group.
+
+What a notebook prints stays small in the grader's memory: a cell keeps at
+most ``MAX_CELL_OUTPUT`` characters of outputs and a notebook
+``MAX_NOTEBOOK_OUTPUT`` (the rest is left out, with a line in the cell
+saying so, and ``CellRun.output_cut`` counts it); the client's sockets
+refuse a message over ``MAX_OUTPUT_MESSAGE`` (an output) or
+``MAX_REPLY_MESSAGE`` (a reply) and queue few, and a cell's error text is
+cut. Only the tail of the kernel's standard error is kept.
 """
 
 from __future__ import annotations
@@ -20,17 +28,21 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections import deque
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from queue import Empty
-from typing import IO, Any
+from typing import Any
 
+import zmq
 from jupyter_client import KernelManager
 from jupyter_client.kernelspec import KernelSpecManager
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionComplete
 from nbformat import NotebookNode
+from nbformat.v4 import new_output
+from zmq.utils.monitor import recv_monitor_message
 
 from fleetlab.core.errors import FleetlabError
 from fleetlab.core.status import Status
@@ -40,6 +52,26 @@ POLL = 0.25
 START_ATTEMPTS = 2
 """Kernels started for one notebook before giving up: on a busy machine one can die before it answers."""
 _LAUNCH = threading.Lock()  # one launch at a time: jupyter_client's connection-file set-up is not thread-safe
+
+MAX_CELL_OUTPUT = 1_000_000
+"""Characters of outputs (streams, displayed data, tracebacks) one cell keeps; the rest is left out."""
+MAX_NOTEBOOK_OUTPUT = 8_000_000
+"""Characters of outputs all of a notebook's cells keep together."""
+MAX_OUTPUT_MESSAGE = 4 * 2**20
+"""Bytes of the largest output message the grader reads; a larger one is dropped unread (counted as cut)."""
+MAX_REPLY_MESSAGE = 64 * 2**20
+"""Bytes of the largest reply the grader reads (a cell's reply carries its error's text and traceback)."""
+OUTPUT_QUEUE = 16
+"""Output messages the grader's socket holds unread; the kernel drops what comes beyond."""
+DEFAULT_QUEUE = 1000
+"""zmq's own limit of messages held, for the other channels."""
+MAX_ERROR = 2000
+"""Characters of a cell's error text a ``CellRun`` keeps."""
+STDERR_TAIL = 4096
+"""Bytes of the kernel's standard error kept, its last ones (for why it did not start)."""
+OUTPUT_TYPES = ("stream", "display_data", "execute_result", "error", "update_display_data")
+CUT_NOTE = ("[fleetlab: output cut: this cell's outputs passed what the grader keeps ({cell:,} characters a cell, "
+            "{notebook:,} a notebook); print less, or a summary]\n")
 
 
 class CellStatus(Status):
@@ -66,6 +98,8 @@ class CellRun:
     status: CellStatus
     seconds: float
     error: str = ""
+    output_cut: bool = False
+    """Outputs of the cell were left out (``MAX_CELL_OUTPUT``, ``MAX_NOTEBOOK_OUTPUT``, ``MAX_OUTPUT_MESSAGE``)."""
 
 
 def _kernel_manager(env: Mapping[str, str], sockets: Path) -> KernelManager:
@@ -83,6 +117,9 @@ class _Waiting:
     msg_id: str
     reply: dict[str, Any] | None = None
     idle: bool = False
+    kept: int = 0  # characters of outputs the cell keeps
+    cut: bool = False
+    dropped: bool = False  # a message over the limit was dropped unread: the kernel's "idle" may be lost with it
 
     @property
     def finished(self) -> bool:
@@ -116,7 +153,9 @@ class NotebookKernel:
         self._manager: KernelManager | None = None
         self._outputs = NotebookClient(nb, record_timing=False)
         self._client: Any = None
-        self._stderr: IO[bytes] | None = None
+        self._stderr = _Tail(STDERR_TAIL)
+        self._monitor: Any = None
+        self._kept = 0  # characters of outputs the notebook's cells keep
 
     def __enter__(self) -> NotebookKernel:
         self.start()
@@ -139,13 +178,16 @@ class NotebookKernel:
     def _start_once(self) -> NotebookKernel:
         self._sockets = Path(tempfile.mkdtemp(prefix="fleetlab-kernel-"))
         self._manager = _kernel_manager(self._env, self._sockets)
-        self._stderr = tempfile.TemporaryFile()
+        self._stderr = _Tail(STDERR_TAIL)
         try:
             with _LAUNCH:
-                self._manager.start_kernel(env=self._env, cwd=str(self._cwd), stdout=subprocess.DEVNULL,
-                                           stderr=self._stderr)
+                try:
+                    self._manager.start_kernel(env=self._env, cwd=str(self._cwd), stdout=subprocess.DEVNULL,
+                                               stderr=self._stderr.start())
+                finally:
+                    self._stderr.release()
             self._client = self._manager.blocking_client()
-            self._client.start_channels()
+            self._connect_bounded()
             self._outputs.kc = self._client  # nbclient's widget handling reads the client's session
             self._client.wait_for_ready(timeout=self._startup_timeout)
         except (RuntimeError, OSError) as exc:
@@ -155,10 +197,32 @@ class NotebookKernel:
             raise KernelStartFailed(f"the kernel did not start ({exc}){hint}") from exc
         return self
 
+    def _connect_bounded(self) -> None:
+        """Open the client's channels, the output channel on a socket under the output limits."""
+        channel = self._client.iopub_channel
+        channel.socket.close(linger=0)
+        channel.socket = self._bounded_outputs()
+        self._client.start_channels()
+
+    def _bounded_outputs(self) -> Any:
+        """A new output socket: messages up to ``MAX_OUTPUT_MESSAGE``, ``OUTPUT_QUEUE`` held, its dropped
+        connections watched (zmq drops the connection of a larger message and never restores it)."""
+        context = self._client.context
+        context.setsockopt(zmq.MAXMSGSIZE, MAX_OUTPUT_MESSAGE)
+        context.setsockopt(zmq.RCVHWM, OUTPUT_QUEUE)
+        try:
+            socket = self._client.connect_iopub()
+        finally:
+            context.setsockopt(zmq.MAXMSGSIZE, MAX_REPLY_MESSAGE)
+            context.setsockopt(zmq.RCVHWM, DEFAULT_QUEUE)
+        if self._monitor is not None:
+            self._monitor.close(linger=0)
+        self._monitor = socket.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+        return socket
+
     def _last_words(self) -> str:
         """The last line the kernel wrote to its standard error ('' when it wrote nothing)."""
-        self._stderr.seek(0)
-        lines = self._stderr.read().decode("utf-8", "replace").strip().splitlines()
+        lines = self._stderr.text().strip().splitlines()
         return lines[-1][:300] if lines else ""
 
     @property
@@ -180,14 +244,18 @@ class NotebookKernel:
             self._manager.interrupt_kernel()
             if self._wait(waiting, index, time.monotonic() + self.grace) != CellStatus.OK:
                 self._kill()
-            return CellRun(index, CellStatus.TIMEOUT, time.monotonic() - started, f"timed out after {timeout:g} s")
+            return CellRun(index, CellStatus.TIMEOUT, time.monotonic() - started, f"timed out after {timeout:g} s",
+                           waiting.cut)
         seconds = time.monotonic() - started
         if status == CellStatus.DEAD:
-            return CellRun(index, CellStatus.DEAD, seconds, "the kernel died")
+            return CellRun(index, CellStatus.DEAD, seconds, "the kernel died", waiting.cut)
         content = waiting.reply["content"] if waiting.reply else {}
         if content.get("status") == "ok":
-            return CellRun(index, CellStatus.OK, seconds)
-        return CellRun(index, CellStatus.ERROR, seconds, f"{content.get('ename', 'Error')}: {content.get('evalue', '')}")
+            return CellRun(index, CellStatus.OK, seconds, output_cut=waiting.cut)
+        error = f"{content.get('ename', 'Error')}: {content.get('evalue', '')}"
+        if len(error) > MAX_ERROR:
+            error = f"{error[:MAX_ERROR]} [... {len(error) - MAX_ERROR:,} characters cut]"
+        return CellRun(index, CellStatus.ERROR, seconds, error, waiting.cut)
 
     def run_code_cells(self, timeout: float) -> list[CellRun]:
         """Run the code cells in order, each for at most ``timeout`` seconds; stop after the first that is not OK."""
@@ -207,9 +275,10 @@ class NotebookKernel:
             self._client = None
         if self._manager is not None and self._manager.has_kernel:
             self._kill()
-        if self._stderr is not None:
-            self._stderr.close()
-            self._stderr = None
+        self._stderr.release()
+        if self._monitor is not None:
+            self._monitor.close(linger=0)
+            self._monitor = None
         if self._sockets is not None:
             shutil.rmtree(self._sockets, ignore_errors=True)
             self._sockets = None
@@ -222,6 +291,13 @@ class NotebookKernel:
                 heard = self._poll_shell(waiting, POLL)
             else:
                 heard = self._poll_iopub(waiting, index) | self._poll_shell(waiting, 0)
+            if self._dropped():
+                waiting.dropped = True
+                self._cut(waiting, index)
+                dropped, self._client.iopub_channel.socket = self._client.iopub_channel.socket, self._bounded_outputs()
+                dropped.close(linger=0)
+            if not heard and waiting.reply is not None and waiting.dropped:
+                break  # the kernel's "idle" may have gone with a message dropped unread: its reply says it is done
             if not heard and not self._manager.is_alive():
                 return CellStatus.DEAD
         return CellStatus.OK
@@ -237,11 +313,48 @@ class NotebookKernel:
             seen = True
             if message["parent_header"].get("msg_id") != waiting.msg_id:
                 continue
+            kept, cut = self._fit(message, waiting) if message["msg_type"] in OUTPUT_TYPES else (message, False)
             try:
-                self._outputs.process_message(message, self.nb.cells[index], index)
+                if kept is not None:
+                    self._outputs.process_message(kept, self.nb.cells[index], index)
             except CellExecutionComplete:
                 waiting.idle = True
+            if cut:
+                self._cut(waiting, index)
         return seen
+
+    def _fit(self, message: dict[str, Any], waiting: _Waiting) -> tuple[dict[str, Any] | None, bool]:
+        """What of an output message the cell keeps (the message, a stream's head that fits, or None) and whether
+        any of it was left out."""
+        size = sum(len(text) for text in _texts(message["content"]))
+        room = min(MAX_CELL_OUTPUT - waiting.kept, MAX_NOTEBOOK_OUTPUT - self._kept)
+        if size <= room:
+            waiting.kept, self._kept = waiting.kept + size, self._kept + size
+            return message, False
+        if message["msg_type"] == "stream" and room > 0:
+            message["content"]["text"] = str(message["content"].get("text", ""))[:room]
+            waiting.kept, self._kept = waiting.kept + room, self._kept + room
+            return message, True
+        return None, True
+
+    def _cut(self, waiting: _Waiting, index: int) -> None:
+        """Say in the cell, once, that its outputs were cut."""
+        if not waiting.cut:
+            note = CUT_NOTE.format(cell=MAX_CELL_OUTPUT, notebook=MAX_NOTEBOOK_OUTPUT)
+            self.nb.cells[index].outputs.append(new_output("stream", name="stderr", text=note))
+        waiting.cut = True
+
+    def _dropped(self) -> bool:
+        """True when the output socket dropped a connection since last asked (a message over the limit went with
+        it, unread)."""
+        dropped = False
+        while self._monitor is not None:
+            try:
+                recv_monitor_message(self._monitor, zmq.NOBLOCK)
+            except zmq.Again:
+                break
+            dropped = True
+        return dropped
 
     def _poll_shell(self, waiting: _Waiting, timeout: float) -> bool:
         """Look for the cell's reply, waiting up to ``timeout``; True when any message arrived."""
@@ -259,3 +372,57 @@ class NotebookKernel:
     def _kill(self) -> None:
         with contextlib.suppress(RuntimeError):  # already gone: nothing left to stop
             self._manager.shutdown_kernel(now=True)
+
+
+def _texts(value: Any) -> Iterator[str]:
+    """Every text inside an output message's content."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _texts(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _texts(item)
+
+
+class _Tail:
+    """The last ``size`` bytes a process writes to the pipe it is given (``start``), read by a thread of its own."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._chunks: deque[bytes] = deque()
+        self._held = 0
+        self._write_end = -1
+        self._lock = threading.Lock()
+        self._reader: threading.Thread | None = None
+
+    def start(self) -> int:
+        """The pipe's write end, for the process; reading starts now."""
+        read_end, self._write_end = os.pipe()
+        self._reader = threading.Thread(target=self._drain, args=(read_end,), name="fleetlab-kernel-stderr",
+                                        daemon=True)
+        self._reader.start()
+        return self._write_end
+
+    def release(self) -> None:
+        """Close this side's write end (the process holds its own), so the reader sees the end once it exits."""
+        if self._write_end >= 0:
+            os.close(self._write_end)
+            self._write_end = -1
+
+    def text(self, wait: float = 1.0) -> str:
+        """What was kept, once the writer has ended (waiting up to ``wait`` seconds for it)."""
+        if self._reader is not None:
+            self._reader.join(wait)
+        with self._lock:
+            return b"".join(self._chunks).decode("utf-8", "replace")
+
+    def _drain(self, fd: int) -> None:
+        with os.fdopen(fd, "rb", buffering=0) as pipe:
+            while chunk := pipe.read(65536):
+                with self._lock:
+                    self._chunks.append(chunk[-self._size:])
+                    self._held += len(self._chunks[-1])
+                    while self._held - len(self._chunks[0]) >= self._size:
+                        self._held -= len(self._chunks.popleft())

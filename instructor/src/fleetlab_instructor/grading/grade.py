@@ -189,6 +189,8 @@ def execute(job: Job) -> None:
         cut_by_notebook = remaining < job.limits.cell
         run = job.kernel.run_cell(index, max(0.0, min(job.limits.cell, remaining)))
         where = f"cell {index + 1}"
+        if run.output_cut:
+            job.errors.append(f"{where} printed more than the grader keeps; its output was cut")
         if run.status == CellStatus.ERROR:
             job.errors.append(f"{where} raised {_short(run.error)}")
         elif run.status == CellStatus.TIMEOUT:
