@@ -35,6 +35,7 @@ def test_cells_run_in_order_keeping_outputs_errors_hangs_and_a_dead_kernel(tmp_p
     # "dead", not "timeout", for cell 6: the death was noticed, not waited out
     assert [run.status for run in runs] == ["ok", "ok", "error", "timeout", "timeout", "ok", "dead", "dead"]
     assert runs[6].seconds < 30
+    assert not any(run.output_cut for run in runs)  # nothing passed a limit: a dead kernel cuts nothing
     assert nb.cells[0].outputs[0].text == "hello\n"
     assert [out.output_type for out in nb.cells[1].outputs] == ["display_data", "execute_result"]
     assert runs[2].error == "ZeroDivisionError: division by zero"

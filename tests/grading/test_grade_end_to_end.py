@@ -15,6 +15,7 @@ from fleetlab_tools.kernel import NotebookKernel
 from fleetlab.cli import main
 
 from .conftest import FIXTURES
+from .test_executor import FLOOD, peak_growth
 
 FAKE_KEY, FAKE_SECRET = "AKIAFLEETLABFAKE0001", "fleetlab-fake-secret-do-not-leak"
 EXPECTED = {  # learner (its notebook NN_learner.ipynb): (99.dedupe, 99.visibility, total, error)
@@ -124,3 +125,21 @@ def test_the_grader_finds_each_answer_by_name_without_the_learners_check_call(fi
     assert (rows["partial"]["99.dedupe"], rows["partial"]["99.visibility"]) == ("3", "0")
     said = (feedback / "partial.md").read_text()
     assert "not attempted: no `visibility_timeout` defined" in said
+
+
+def test_a_notebook_that_prints_hundreds_of_megabytes_and_raises_30_mb_keeps_the_grader_small(fixture_lab, tmp_path):
+    nb = nbformat.read(FIXTURES / "submissions" / "01_correct.ipynb", as_version=4)
+    shouting = "def visibility_timeout(p95_seconds):\n    raise ValueError('z' * 30_000_000)"
+    nb.cells[3] = nbformat.v4.new_code_cell(shouting)
+    nb.cells.insert(4, nbformat.v4.new_code_cell(FLOOD))
+    nbformat.write(nb, loud := tmp_path / "loud_99_fixture.ipynb")
+    out, feedback = tmp_path / "grades.csv", tmp_path / "feedback"
+    with peak_growth() as grew:
+        assert main(["grade", str(loud), "--out", str(out), "--feedback", str(feedback)]) == 0
+    with out.open(newline="") as file:
+        _, row = list(csv.DictReader(file))
+    assert (row["99.dedupe"], row["99.visibility"]) == ("3", "0")
+    said = (feedback / "loud.md").read_text()
+    assert "cell 5 printed more than the grader keeps; its output was cut" in said
+    assert "your code raised ValueError: zzz" in said and "characters cut]" in said
+    assert len(said) < 20_000 and grew[0] < 200 * 2**20, grew[0]

@@ -8,7 +8,8 @@ import threading
 
 import pytest
 from fleetlab_instructor.checks import full_check
-from fleetlab_instructor.grading.judging import Ended, JudgeServer, judge_answers
+from fleetlab_instructor.grading import judging
+from fleetlab_instructor.grading.judging import Ended, JudgeServer, Verdicts, judge_answers
 from fleetlab_instructor.grading.sandbox import kernel_env
 
 from fleetlab.course.grading import judge, session
@@ -170,3 +171,12 @@ def test_an_answer_that_kills_its_judge_fails_its_check_and_the_next_judge_takes
 def test_a_judge_that_did_not_judge_every_check_once_says_so(fixture_lab, tmp_path, events, ended, error):
     _, verdicts = scripted(fixture_lab, tmp_path, (events, ended))
     assert verdicts.errors == [error]
+
+
+def test_a_line_longer_than_the_grader_reads_is_read_past_and_left_out():
+    stream = io.BytesIO(b'{"ready": 1}\n' + b"x" * 120 + b"\n" + b'{"folder": "f"}\n')
+    assert list(judging._lines(stream, 50)) == [b'{"ready": 1}\n', b'{"folder": "f"}\n']
+    verdicts = Verdicts()
+    huge = json.dumps({"check": "99.dedupe", "status": "fail", "diagnosis": "y" * judging.MAX_EVENT, "cases": []})
+    assert judging._read_results([json.dumps({"start": "99.dedupe"}), huge], verdicts) == "99.dedupe"
+    assert verdicts.checks == {}

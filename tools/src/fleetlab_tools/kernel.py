@@ -69,6 +69,8 @@ MAX_ERROR = 2000
 """Characters of a cell's error text a ``CellRun`` keeps."""
 STDERR_TAIL = 4096
 """Bytes of the kernel's standard error kept, its last ones (for why it did not start)."""
+IDLE_WAIT = 2.0
+"""Seconds after a cell's reply the grader waits for the kernel's "idle" (sent right after it, unless dropped)."""
 OUTPUT_TYPES = ("stream", "display_data", "execute_result", "error", "update_display_data")
 CUT_NOTE = ("[fleetlab: output cut: this cell's outputs passed what the grader keeps ({cell:,} characters a cell, "
             "{notebook:,} a notebook); print less, or a summary]\n")
@@ -117,9 +119,9 @@ class _Waiting:
     msg_id: str
     reply: dict[str, Any] | None = None
     idle: bool = False
+    replied: float | None = None  # when the reply came
     kept: int = 0  # characters of outputs the cell keeps
     cut: bool = False
-    dropped: bool = False  # a message over the limit was dropped unread: the kernel's "idle" may be lost with it
 
     @property
     def finished(self) -> bool:
@@ -291,13 +293,12 @@ class NotebookKernel:
                 heard = self._poll_shell(waiting, POLL)
             else:
                 heard = self._poll_iopub(waiting, index) | self._poll_shell(waiting, 0)
-            if self._dropped():
-                waiting.dropped = True
+            if self._dropped() and self._manager.is_alive():  # a dead kernel's connection drops too: no cut
                 self._cut(waiting, index)
                 dropped, self._client.iopub_channel.socket = self._client.iopub_channel.socket, self._bounded_outputs()
                 dropped.close(linger=0)
-            if not heard and waiting.reply is not None and waiting.dropped:
-                break  # the kernel's "idle" may have gone with a message dropped unread: its reply says it is done
+            if waiting.replied is not None and time.monotonic() - waiting.replied >= IDLE_WAIT:
+                break  # "idle" went with messages the socket dropped: the reply says the cell is done
             if not heard and not self._manager.is_alive():
                 return CellStatus.DEAD
         return CellStatus.OK
@@ -366,7 +367,7 @@ class NotebookKernel:
                 return seen
             seen, timeout = True, 0
             if message["parent_header"].get("msg_id") == waiting.msg_id:
-                waiting.reply = message
+                waiting.reply, waiting.replied = message, time.monotonic()
         return seen
 
     def _kill(self) -> None:

@@ -15,10 +15,10 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from fleetlab.core.errors import FleetlabError
 from fleetlab.course.grading import handover
@@ -28,6 +28,10 @@ from fleetlab.course.grading.registry import Check
 JUDGE_MODULE = "fleetlab.course.grading.judge"
 REPLY_GRACE = 30.0
 """Seconds past a judge's own limit the server has to say it ended (it kills the judge at the limit)."""
+MAX_EVENT = 2**20
+"""The longest verdict line the grader reads (characters); a verdict's diagnoses are capped far below it."""
+MAX_REPLY = 16 * 2**20
+"""The longest reply line the grader reads from the server (bytes): all of one judge's verdict lines."""
 
 
 class JudgeStopped(FleetlabError):
@@ -117,8 +121,13 @@ class JudgeServer:
 
     def _read(self, process: subprocess.Popen[bytes]) -> None:
         """Hand each reply to the thread waiting for it; when the server ends, wake every waiter empty-handed."""
-        for line in process.stdout:
-            message = json.loads(line)
+        for line in _lines(process.stdout, MAX_REPLY):
+            try:
+                message = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if not isinstance(message, dict):
+                continue
             if "ready" in message:
                 self._ready.set()
                 continue
@@ -188,6 +197,8 @@ def _read_results(events: Sequence[str], verdicts: Verdicts) -> str | None:
     finished, if any."""
     started = None
     for line in events:
+        if len(line) > MAX_EVENT:
+            continue  # no verdict is this long: read as a line cut short
         try:
             event = json.loads(line)
         except json.JSONDecodeError:
@@ -211,6 +222,16 @@ def _read_results(events: Sequence[str], verdicts: Verdicts) -> str | None:
             verdicts.errors.append(f"grading failed ({event['broken']})")
             return None
     return started
+
+
+def _lines(stream: BinaryIO, limit: int) -> Iterator[bytes]:
+    """The lines of ``stream`` up to ``limit`` bytes each; a longer line is read past and left out."""
+    while line := stream.readline(limit):
+        if line.endswith(b"\n"):
+            yield line
+            continue
+        while (rest := stream.readline(limit)) and not rest.endswith(b"\n"):
+            pass
 
 
 def _stopped(exit_code: int) -> dict[str, Any]:
