@@ -75,3 +75,15 @@ def test_a_home_that_cannot_be_written_warns_but_still_checks(monkeypatch, tmp_p
     monkeypatch.setenv("FLEETLAB_HOME", str(blocker / "home"))
     with pytest.warns(UserWarning, match="set FLEETLAB_HOME to a writable folder"):
         assert check("00.planes", dict(lab00.REFERENCE)).passed
+
+
+@pytest.mark.parametrize(("check_id", "answer", "asked"), [
+    ("03.budget", lambda a: (3, 1_000_000), "choose_budget(retry_seconds, outage_seconds, poison_deadline_seconds, "
+                                            "source_retention_seconds, triage_seconds)"),
+    ("03.triage", lambda dlq_url: {}, "triage(sqs, dlq_url)"),
+])
+def test_check_tells_an_answer_with_other_parameters_the_ones_the_exercise_asks_for(capsys, check_id, answer, asked):
+    result = check(check_id, answer)
+    assert (result.status, result.cases) == ("fail", [])
+    assert f"but the exercise asks for {asked}" in result.diagnosis
+    assert "fleetlab bug" not in capsys.readouterr().out
