@@ -1,7 +1,6 @@
 """Learner code for the tests: reference answers to the fixture lab, stubs and mistakes.
 
-It lives apart from the harnesses, as a notebook cell does: the runner tells the
-learner's frames from the check's by file.
+It lives apart from the harnesses, as a notebook cell does.
 """
 
 import math
