@@ -139,11 +139,15 @@ def test_the_codes_of_an_answer_reach_its_methods_items_and_helpers_but_not_the_
         def put(self, key):
             return key
 
+        @property
+        def size(self):
+            return 0
+
     def explains(error):
         return describe_learner_error(error, [])
 
     codes = answer_codes({"handle": answer, "store": Store, "explain": explains})
-    assert {answer.__code__, helper.__code__, Store.put.__code__, explains.__code__} <= codes
+    assert {answer.__code__, helper.__code__, Store.put.__code__, Store.size.fget.__code__, explains.__code__} <= codes
     assert any(code.co_name == "<listcomp>" for code in codes)
     assert describe_learner_error.__code__ not in codes
 

@@ -44,8 +44,8 @@ def is_unfinished(answer: Any, depth: int = 2) -> bool:
 def answer_codes(answer: Any, depth: int = 3) -> frozenset[types.CodeType]:
     """The code objects that are ``answer``'s own, whatever file they claim to come from.
 
-    A function's code and the code nested in it, the methods of a class (and
-    of its bases from the same module), the items of a dict, list or tuple,
+    A function's code and the code nested in it, the methods and properties
+    of a class (and of its bases from the same module), the items of a dict, list or tuple,
     and, ``depth`` levels down, the functions and classes a function names
     from its own module's globals or holds in its closure. Reads no attribute
     of any other object (a proxy's reads would run code elsewhere).
@@ -71,7 +71,9 @@ def answer_codes(answer: Any, depth: int = 3) -> frozenset[types.CodeType]:
             for cls in value.__mro__:
                 if cls is value or (cls is not object and cls.__module__ == value.__module__):
                     for member in vars(cls).values():
-                        visit(getattr(member, "__func__", member), depth)
+                        parts = (member.fget, member.fset, member.fdel) if isinstance(member, property) else (member,)
+                        for part in parts:
+                            visit(getattr(part, "__func__", part), depth)
         elif depth and isinstance(value, dict):
             for item in value.values():
                 visit(item, depth - 1)
