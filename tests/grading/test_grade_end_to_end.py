@@ -143,3 +143,19 @@ def test_a_notebook_that_prints_hundreds_of_megabytes_and_raises_30_mb_keeps_the
     assert "cell 5 printed more than the grader keeps; its output was cut" in said
     assert "your code raised ValueError: zzz" in said and "characters cut]" in said
     assert len(said) < 20_000 and grew[0] < 200 * 2**20, grew[0]
+
+
+def test_an_answer_compiled_under_a_library_file_name_is_graded_as_the_learners(fixture_lab, tmp_path):
+    nb = nbformat.read(FIXTURES / "submissions" / "01_correct.ipynb", as_version=4)
+    disguised = ("import fleetlab.course.grading.runner as runner\nnamespace = {}\n"
+                 "exec(compile('def handle(message, done, file_ticket):\\n    raise KeyError(\"body\")\\n', "
+                 "runner.__file__, 'exec'), namespace)\nhandle = namespace['handle']")
+    nb.cells[6] = nbformat.v4.new_code_cell(disguised)
+    nbformat.write(nb, notebook := tmp_path / "disguised_99_fixture.ipynb")
+    out, feedback = tmp_path / "grades.csv", tmp_path / "feedback"
+    assert main(["grade", str(notebook), "--out", str(out), "--feedback", str(feedback)]) == 0
+    with out.open(newline="") as file:
+        _, row = list(csv.DictReader(file))
+    assert (row["99.dedupe"], row["99.visibility"]) == ("0", "2")
+    said = (feedback / "disguised.md").read_text()
+    assert "your code raised KeyError: 'body' (in handle, line 2)" in said and "fleetlab bug" not in said
