@@ -1,6 +1,8 @@
 """The polling executor against real kernels (short timeouts; each test starts one kernel)."""
 
 import os
+import subprocess
+import sys
 import threading
 import time
 from contextlib import contextmanager
@@ -8,7 +10,7 @@ from contextlib import contextmanager
 import psutil
 
 import nbformat
-from fleetlab_tools.kernel import MAX_CELL_OUTPUT, MAX_ERROR, NotebookKernel
+from fleetlab_tools.kernel import MAX_CELL_OUTPUT, MAX_ERROR, STDERR_TAIL, NotebookKernel, _Tail
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 
@@ -119,3 +121,13 @@ def test_what_cells_print_is_cut_and_the_graders_memory_stays_bounded(tmp_path):
     kept = sum(len(output.text) for output in nb.cells[1].outputs[:-1])
     assert kept > MAX_CELL_OUTPUT // 2  # in small messages, the head is kept
     assert runs[2].error.startswith("ValueError: zzz") and len(runs[2].error) < MAX_ERROR + 50
+
+
+def test_only_the_tail_of_what_a_kernel_writes_to_its_stderr_is_kept():
+    tail = _Tail(STDERR_TAIL)
+    script = "import os\nfor _ in range(50):\n    os.write(2, b'x' * 1_000_000)\nos.write(2, b'\\nlast words\\n')"
+    process = subprocess.Popen([sys.executable, "-c", script], stderr=tail.start())
+    tail.release()
+    assert process.wait(timeout=60) == 0
+    kept = tail.text(wait=30)
+    assert kept.endswith("\nlast words\n") and len(kept) <= STDERR_TAIL

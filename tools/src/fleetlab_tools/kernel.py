@@ -417,7 +417,7 @@ class _Tail:
         if self._reader is not None:
             self._reader.join(wait)
         with self._lock:
-            return b"".join(self._chunks).decode("utf-8", "replace")
+            return b"".join(self._chunks)[-self._size:].decode("utf-8", "replace")
 
     def _drain(self, fd: int) -> None:
         with os.fdopen(fd, "rb", buffering=0) as pipe:
