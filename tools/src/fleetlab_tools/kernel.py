@@ -13,10 +13,11 @@ interrupt within ``grace`` seconds is killed with its process group.
 What a notebook prints stays small in the grader's memory: a cell keeps at
 most ``MAX_CELL_OUTPUT`` characters of outputs and a notebook
 ``MAX_NOTEBOOK_OUTPUT`` (the rest is left out, with a line in the cell
-saying so, and ``CellRun.output_cut`` counts it); the client's sockets
-refuse a message over ``MAX_OUTPUT_MESSAGE`` (an output) or
-``MAX_REPLY_MESSAGE`` (a reply) and queue few, and a cell's error text is
-cut. Only the tail of the kernel's standard error is kept.
+saying so, and ``CellRun.output_cut`` set); the client's sockets refuse a
+message over ``MAX_OUTPUT_MESSAGE`` (an output) or ``MAX_REPLY_MESSAGE`` (a
+reply) and queue few outputs, so a cell whose "idle" was dropped ends
+``IDLE_WAIT`` after its reply. A cell's error text is cut, and only the
+tail of the kernel's standard error is kept.
 """
 
 from __future__ import annotations
