@@ -122,10 +122,13 @@ def test_code_the_answer_calls_is_its_own_and_code_outside_it_is_not():
     def answer(x):
         return helper(x)
 
-    error = caught(lambda: answer(1))
-    assert [frame.name for frame in learner_frames(error, answer_codes(answer))] == ["answer"]
-    assert learner_frames(caught(lambda: helper(1)), answer_codes(answer)) == []
-    assert learner_frames(error, answer_codes({"no": "code"})) == []
+    error, outside = caught(lambda: answer(1)), caught(lambda: helper(1))
+    here = [__file__]  # this file plays the harness's
+    assert [frame.name for frame in learner_frames(error, answer_codes(answer), here)] == ["answer"]
+    assert learner_frames(outside, answer_codes(answer), here) == []
+    assert learner_frames(error, answer_codes({"no": "code"}), here) == []
+    # where no frame runs the answer's code, a frame of a learner's file (a notebook's cell) still counts
+    assert [frame.name for frame in learner_frames(outside, answer_codes(answer))] == ["caught", "<lambda>"]
 
 
 def test_the_codes_of_an_answer_reach_its_methods_items_and_helpers_but_not_the_library():

@@ -93,28 +93,30 @@ def learner_frames(
 
     The learner's code starts at the first frame running one of ``codes``
     (``answer_codes``), or at the frame called by one running ``callers``
-    (where another process's calls enter the answer); an exception that
-    never got there is not the learner's. From there on, the frames are the
-    learner's unless their file is library code (fleetlab itself, the
-    standard library, installed packages and ``library_files``, the check's
-    harness) and their code is not one of ``codes``; when every one is, the
-    first. An exception raised by the call into the answer itself (wrong
-    arguments) is the learner's, with a frame of line 0 (``CALLED``). Frames
-    carried from the answer's process (``REMOTE_FRAMES``) follow.
+    (where another process's calls enter the answer). From there on, the
+    frames are the learner's unless their file is library code (fleetlab
+    itself, the standard library, installed packages and ``library_files``,
+    the check's harness) and their code is not one of ``codes``; when every
+    one is, the first. An exception raised by the call into the answer
+    itself (wrong arguments) is the learner's, with a frame of line 0
+    (``CALLED``). An exception that never entered the answer so is the
+    learner's only where a frame runs a file that is not library code (a
+    notebook's cell). Frames carried from the answer's process
+    (``REMOTE_FRAMES``) follow.
     """
     codes, callers = frozenset(codes), frozenset(callers)
-    walked = [(tb.tb_frame.f_code, tb) for tb in _tracebacks(exc.__traceback__)]
+    library = (_FLEETLAB_DIR, *_PYTHON_DIRS, *library_files)
+    walked = [(tb.tb_frame.f_code, _summary(tb)) for tb in _tracebacks(exc.__traceback__)]
     entry = next((at for at, (code, _) in enumerate(walked) if code in codes), None)
     if entry is None:
         entry = next((at + 1 for at, (code, _) in enumerate(walked) if code in callers), None)
-    here: list[traceback.FrameSummary] = []
-    if entry is not None and entry == len(walked):
-        here = [traceback.FrameSummary(CALLED, 0, walked[-1][1].tb_frame.f_code.co_name, lookup_line=False)]
-    elif entry is not None:
-        library = (_FLEETLAB_DIR, *_PYTHON_DIRS, *library_files)
-        entered = [(code, _summary(tb)) for code, tb in walked[entry:]]
-        here = [frame for code, frame in entered if code in codes or not _is_library(frame.filename, library)]
-        here = here or [entered[0][1]]
+    if entry is None:  # never entered as called: still the learner's where a frame runs a file of theirs
+        here = [frame for _, frame in walked if not _is_library(frame.filename, library)]
+    elif entry == len(walked):
+        here = [traceback.FrameSummary(CALLED, 0, walked[-1][1].name, lookup_line=False)]
+    else:
+        here = [frame for code, frame in walked[entry:] if code in codes or not _is_library(frame.filename, library)]
+        here = here or [walked[entry][1]]
     return here + list(vars(exc).get(REMOTE_FRAMES, ()))
 
 
