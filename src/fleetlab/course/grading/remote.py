@@ -18,7 +18,10 @@ exceptions of Python's, fleetlab's, botocore's and Powertools' classes
 (their state set as pickle sets it, no constructor run); an exception of
 any other class becomes a ``RemoteError`` of the same name. The side that
 holds the verdict reads with ``trusted=False``: a proxy of its objects
-reaches only their public attributes and can set none.
+reaches only their public attributes and can set none. An exception from
+the answer's side carries the learner's frames: those from where the
+judge's call entered the answer's object (``_enter``) on, whatever files
+their code names, so blame never rests on a file name the answer chose.
 
 Every call is part of a *chain*: the thread that starts it, and every call
 made back while it waits, nested as on one stack. A call that comes back is
