@@ -53,7 +53,17 @@ def test_the_answer_runs_in_another_process_in_a_folder_of_its_own(host):
 
     pid, folder = loaded(host, where)()
     assert pid != os.getpid() and pid == host.pid
-    assert "fleetlab-answer-" in folder and folder != os.getcwd()
+    assert "fleetlab-answers-" in folder and folder != os.getcwd()
+
+
+def test_an_answer_process_leaves_no_folder_behind():
+    def where():
+        return os.getcwd()
+
+    with AnswerHost() as host:
+        folder = loaded(host, where)()
+        assert os.path.isdir(folder)
+    assert not os.path.exists(folder)
 
 
 def test_an_answer_forked_from_a_judge_holds_none_of_the_judges_files():

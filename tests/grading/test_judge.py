@@ -9,7 +9,7 @@ import threading
 import pytest
 from fleetlab_instructor.checks import full_check
 from fleetlab_instructor.grading.judging import Ended, JudgeServer, judge_answers
-from fleetlab_instructor.grading.sandbox import kernel_env
+from fleetlab_instructor.grading.environment import kernel_env
 
 from fleetlab.course.grading import judge, session
 

@@ -47,12 +47,14 @@ class Ended:
 class JudgeServer:
     """One judge server (``python -m fleetlab.course.grading.judge``) in ``env``, shared by the grader's threads.
 
-    A context manager: the block's end stops it. ``run(folder, seconds)``
+    A context manager: the block's end stops it. With ``sealed`` its judges
+    seal every answer process in a sandbox. ``run(folder, seconds)``
     judges the request in ``folder`` and waits for that judge to end.
     """
 
-    def __init__(self, env: Mapping[str, str], cwd: Path, *, startup: float = 60) -> None:
+    def __init__(self, env: Mapping[str, str], cwd: Path, *, startup: float = 60, sealed: bool = False) -> None:
         self._env, self._cwd, self._startup = dict(env), cwd, startup
+        self._sealed = sealed
         self._process: subprocess.Popen[bytes] | None = None
         self._guard = threading.Lock()
         self._waiting: dict[str, tuple[threading.Event, dict[str, Any], subprocess.Popen[bytes]]] = {}
@@ -110,7 +112,7 @@ class JudgeServer:
         """Start a server process and the thread that reads its replies; it says "ready" once it has imported."""
         self._ready.clear()
         self._process = subprocess.Popen(
-            [sys.executable, "-m", JUDGE_MODULE], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            [sys.executable, "-m", JUDGE_MODULE, *(["--sealed"] if self._sealed else [])], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL, env=self._env, cwd=self._cwd,
         )
         threading.Thread(target=self._read, args=(self._process,), name="fleetlab-judge-replies", daemon=True).start()

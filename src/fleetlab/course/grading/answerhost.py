@@ -34,6 +34,7 @@ from typing import Any
 
 from fleetlab.course.grading import learner
 from fleetlab.course.grading.remote import ENDED, Peer, RemoteFailed
+from fleetlab.course.judge import sandbox
 
 
 @dataclass(frozen=True)
@@ -56,19 +57,23 @@ class AnswerHost:
     ``pid`` is the answer process's, or None before the first load.
     ``refuse_borrowed`` refuses an answer taken from the instructor's package
     (the catalogues' own tests turn it off: their answers live there).
+    ``sealed`` seals each answer process in a sandbox (``judge.sandbox``).
     """
 
-    def __init__(self, *, refuse_borrowed: bool = True) -> None:
+    def __init__(self, *, refuse_borrowed: bool = True, sealed: bool = False) -> None:
         self._control, zygote_end = socket.socketpair()
+        self._scratch = None if sealed else tempfile.TemporaryDirectory(prefix="fleetlab-answers-")
+        scratch = "" if self._scratch is None else self._scratch.name
         self._spawned: subprocess.Popen[bytes] | None = None
         if threading.active_count() == 1:
             self._zygote = os.fork()
             if self._zygote == 0:
                 self._control.close()
-                _run_zygote(zygote_end)
+                _run_zygote(zygote_end, scratch)
         else:
             path = os.pathsep.join(entry for entry in sys.path if entry)  # it imports what this process would
-            self._spawned = subprocess.Popen([sys.executable, "-m", __name__, str(zygote_end.fileno())],
+            self._spawned = subprocess.Popen([sys.executable, "-m", __name__, str(zygote_end.fileno()),
+                                              scratch],
                                              pass_fds=[zygote_end.fileno()], stdin=subprocess.DEVNULL,
                                              env={**os.environ, "PYTHONPATH": path})
             self._zygote = self._spawned.pid
@@ -109,6 +114,8 @@ class AnswerHost:
                 with contextlib.suppress(ChildProcessError):
                     os.waitpid(self._zygote, 0)
             self._zygote = 0
+        if self._scratch is not None:
+            self._scratch.cleanup()
 
     def _started(self) -> Peer:
         with self._guard:
@@ -143,7 +150,7 @@ class AnswerHost:
 # --- the zygote and the answer process ---------------------------------------------------------------------------
 
 
-def _run_zygote(control: socket.socket) -> None:
+def _run_zygote(control: socket.socket, scratch: str) -> None:
     """Fork an answer process for each socket the judge sends; end when the judge closes ``control``."""
     code = 0
     try:
@@ -157,7 +164,7 @@ def _run_zygote(control: socket.socket) -> None:
             pid = os.fork()
             if pid == 0:
                 control.close()
-                _run_answers(fds[0])
+                _run_answers(fds[0], scratch)
             os.close(fds[0])
             control.sendall(struct.pack("!q", pid))
     except BaseException:
@@ -166,14 +173,20 @@ def _run_zygote(control: socket.socket) -> None:
         os._exit(code)
 
 
-def _run_answers(fd: int) -> None:
-    """The answer process: only ``fd`` open, a fresh folder, the judge's calls served until it hangs up."""
+def _run_answers(fd: int, scratch: str) -> None:
+    """The answer process: only ``fd`` open, the judge's calls served until it hangs up. It works in a fresh
+    folder under ``scratch``, or, when there is none, sealed in a sandbox, with a private ``/tmp``."""
     code = 0
     try:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         os.closerange(3, fd)
         os.closerange(fd + 1, _open_file_limit())
-        folder = tempfile.mkdtemp(prefix="fleetlab-answer-")
+        if scratch:
+            folder = tempfile.mkdtemp(dir=scratch)
+        else:
+            sandbox.seal(sandbox.learner_view(python_path=os.environ.get("PYTHONPATH", "")))
+            os.setsid()
+            folder = "/tmp"
         os.chdir(folder)
         os.environ["HOME"] = folder
         done = threading.Event()
@@ -219,4 +232,4 @@ if __name__ == "__main__":  # a zygote of its own, for an AnswerHost made where 
         registry.checks_of(lab)
     warm_clients()
     gc.freeze()  # an answer process's collector never walks (so never copies) what the zygote imported
-    _run_zygote(socket.socket(fileno=int(sys.argv[1])))
+    _run_zygote(socket.socket(fileno=int(sys.argv[1])), sys.argv[2])

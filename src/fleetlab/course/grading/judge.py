@@ -88,9 +88,10 @@ def keep_memory_private() -> bool:
 # --- one notebook's verdict --------------------------------------------------------------------------------------
 
 
-def judge_folder(folder: Path, results: TextIO) -> None:
-    """Judge the request in ``folder``; write each check's verdict to ``results`` as soon as it is known."""
-    with AnswerHost() as answers:  # first: it forks, and this process runs one thread only until now
+def judge_folder(folder: Path, results: TextIO, *, sealed: bool = False) -> None:
+    """Judge the request in ``folder``; write each check's verdict to ``results`` as soon as it is known.
+    With ``sealed``, each answer process is sealed in a sandbox (``AnswerHost``)."""
+    with AnswerHost(sealed=sealed) as answers:  # first: it forks, and this process runs one thread only until now
         request = json.loads((folder / REQUEST).read_text(encoding="utf-8"))
         for module in request["modules"]:
             importlib.import_module(module)
@@ -196,7 +197,7 @@ def preload() -> None:
     gc.freeze()  # a forked judge's collector never walks the server's objects, so it never copies their pages
 
 
-def serve(requests: BinaryIO, replies: BinaryIO) -> None:
+def serve(requests: BinaryIO, replies: BinaryIO, *, sealed: bool = False) -> None:
     """Fork a judge for every request line read from ``requests``; answer on ``replies`` as each one ends.
 
     Runs until ``requests`` closes, then kills the judges still running.
@@ -230,7 +231,7 @@ def serve(requests: BinaryIO, replies: BinaryIO) -> None:
                 while b"\n" in pending:
                     line, pending = pending.split(b"\n", 1)
                     request = json.loads(line)
-                    pid, results = _fork(Path(request["folder"]), (wake_read, wake_write))
+                    pid, results = _fork(Path(request["folder"]), (wake_read, wake_write), sealed)
                     children[pid] = _Child(request["folder"], time.monotonic() + float(request["seconds"]), results)
             _kill_overdue(children)
             _reap(children, replies)
@@ -260,7 +261,7 @@ def _next_wait(children: Mapping[int, _Child]) -> float | None:
     return max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
 
 
-def _fork(folder: Path, wake: tuple[int, int]) -> tuple[int, int]:
+def _fork(folder: Path, wake: tuple[int, int], sealed: bool) -> tuple[int, int]:
     """Fork a judge for ``folder``: its pid, and the read end of the pipe it writes its verdicts to (only the
     server holds that pipe: no file a learner's code could find carries a verdict)."""
     results_read, results_write = os.pipe()
@@ -276,7 +277,7 @@ def _fork(folder: Path, wake: tuple[int, int]) -> tuple[int, int]:
     results = os.fdopen(results_write, "w", encoding="utf-8")
     try:
         _become_judge(folder, wake)
-        judge_folder(folder, results)
+        judge_folder(folder, results, sealed=sealed)
         code = 0
     except BaseException as exc:  # the judge's own failure: its kind only, a message may quote a hidden input
         with contextlib.suppress(BaseException):
@@ -338,15 +339,24 @@ def _reply(replies: BinaryIO, message: dict[str, Any]) -> None:
     replies.flush()
 
 
-def main() -> None:
-    """The judge server on this process's stdin and stdout."""
+def main(argv: list[str]) -> None:
+    """The judge server on this process's stdin and stdout; ``--sealed`` seals every answer process."""
+    if argv not in ([], ["--sealed"]):
+        raise SystemExit(f"usage: python -m {__name__} [--sealed]")
     keep_memory_private()
+    _die_with_parent()
     replies = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # whatever an import prints goes to stderr, never into the replies
     sys.meta_path.insert(0, InstructorRefused())
     preload()
-    serve(sys.stdin.buffer, replies)
+    serve(sys.stdin.buffer, replies, sealed=argv == ["--sealed"])
+
+
+def _die_with_parent() -> None:
+    """The server dies with the grader that started it (Linux): a killed grader leaves no judge behind."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])
