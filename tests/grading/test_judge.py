@@ -31,9 +31,11 @@ def judged_here(folder, answers, check_ids):
     (folder / judge.ANSWERS).write_bytes(answers)
     request = {"checks": check_ids, "modules": sorted({check.harness.__module__ for check in checks}),
                "hidden": judge.handover.encode({check.id: check.hidden for check in checks})}
-    (folder / judge.REQUEST).write_text(json.dumps(request))
+    pipe_read, pipe_write = os.pipe()
+    os.write(pipe_write, json.dumps(request).encode())
+    os.close(pipe_write)
     results = io.StringIO()
-    judge.judge_folder(folder, results)
+    judge.judge_folder(folder, pipe_read, results)
     return [json.loads(line) for line in results.getvalue().splitlines()]
 
 
@@ -90,6 +92,24 @@ def test_a_judge_server_that_died_is_started_again(fixture_lab, tmp_path):
         second = judge_answers(server, tmp_path / "two", [full_check("99.visibility")], answers, 60)
     assert first.errors == second.errors == []
     assert first.checks["99.visibility"]["status"] == second.checks["99.visibility"]["status"] == "pass"
+    assert sorted(path.name for path in (tmp_path / "one").iterdir()) == [judge.ANSWERS, judge.HOME]  # no request
+
+
+def test_the_hidden_cases_reach_the_judge_through_a_pipe_and_never_a_file(fixture_lab, tmp_path):
+    def visibility_timeout(p95_seconds):
+        return min(math.ceil(2 * p95_seconds), 43_200)
+
+    answers = handed_in(tmp_path, **{"99_visibility": visibility_timeout})
+    cases = full_check("99.visibility").hidden
+    hidden = [case.name for case in cases] + [judge.handover.encode({"99.visibility": cases})]  # as handed over
+    home = tmp_path / "server"
+    home.mkdir()
+    with JudgeServer(kernel_env(dict(os.environ), home, tmp_path / "shared"), home) as server:
+        verdicts = judge_answers(server, tmp_path / "job", [full_check("99.visibility")], answers, 60)
+    assert len(verdicts.checks["99.visibility"]["cases"]) == len(full_check("99.visibility").cases(include_hidden=True))
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert not any(name.encode() in path.read_bytes() for name in hidden), path
 
 
 class ScriptedServer:
@@ -98,9 +118,9 @@ class ScriptedServer:
     def __init__(self, *runs):
         self.runs, self.requests = list(runs), []
 
-    def run(self, folder, seconds):
+    def run(self, folder, seconds, request):
         events, ended = self.runs.pop(0)
-        self.requests.append(json.loads((folder / judge.REQUEST).read_text())["checks"])
+        self.requests.append(json.loads(request)["checks"])
         return Ended(ended.exit, ended.timed_out, (*(json.dumps(event) for event in events), '{"cut sh'))
 
 

@@ -2,15 +2,17 @@
 
 ``JudgeServer`` runs one judge server for a batch and lets the grader's
 threads share it. ``judge_answers`` hands one notebook's answers (the bytes
-its kernel wrote, never opened here) and the hidden cases to a fresh judge,
-reads the verdicts back as JSON (from the server, never from a file), and
-when the judge was killed in the middle of a check, judges the checks after
-it in another one.
+its kernel wrote, never opened here) and, through a pipe of their own, the
+hidden cases to a fresh judge (no file holds them), reads the verdicts back
+as JSON (from the server, never from a file), and when the judge was killed
+in the middle of a check, judges the checks after it in another one.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import socket
 import subprocess
 import sys
 import threading
@@ -22,7 +24,7 @@ from typing import Any
 
 from fleetlab.core.errors import FleetlabError
 from fleetlab.course.grading import handover
-from fleetlab.course.grading.judge import ANSWERS, REQUEST
+from fleetlab.course.grading.judge import ANSWERS
 from fleetlab.course.grading.registry import Check
 
 JUDGE_MODULE = "fleetlab.course.grading.judge"
@@ -48,7 +50,9 @@ class JudgeServer:
     """One judge server (``python -m fleetlab.course.grading.judge``) in ``env``, shared by the grader's threads.
 
     A context manager: the block's end stops it. With ``sealed`` its judges
-    seal every answer process in a sandbox. ``run(folder, seconds)``
+    seal every answer process in a sandbox. ``run(folder, seconds, request)``
+    judges the answers in ``folder`` in a fresh judge, handing it ``request``
+    through a pipe, and waits for that judge to end. ``run(folder, seconds)``
     judges the request in ``folder`` and waits for that judge to end.
     """
 
@@ -56,6 +60,7 @@ class JudgeServer:
         self._env, self._cwd, self._startup = dict(env), cwd, startup
         self._sealed = sealed
         self._process: subprocess.Popen[bytes] | None = None
+        self._requests: socket.socket | None = None
         self._guard = threading.Lock()
         self._waiting: dict[str, tuple[threading.Event, dict[str, Any], subprocess.Popen[bytes]]] = {}
         self._ready = threading.Event()
@@ -68,18 +73,25 @@ class JudgeServer:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def run(self, folder: Path, seconds: float) -> Ended:
-        """Judge the request in ``folder`` in a fresh judge, for at most ``seconds``. Raises JudgeStopped."""
+    def run(self, folder: Path, seconds: float, request: bytes) -> Ended:
+        """Judge the answers in ``folder`` as ``request`` says, in a fresh judge, for at most ``seconds``.
+        Raises JudgeStopped."""
         done, reply = threading.Event(), {}
         with self._guard:
             process = self._started()
             self._waiting[str(folder)] = (done, reply, process)
+            pipe_read, pipe_write = os.pipe()
             try:
-                process.stdin.write(json.dumps({"folder": str(folder), "seconds": seconds}).encode() + b"\n")
-                process.stdin.flush()
+                socket.send_fds(self._requests, [json.dumps({"folder": str(folder), "seconds": seconds}).encode()],
+                                [pipe_read])
             except OSError as exc:
                 del self._waiting[str(folder)]
+                os.close(pipe_write)
                 raise JudgeStopped(f"the judge server stopped ({exc})") from None
+            finally:
+                os.close(pipe_read)
+        threading.Thread(target=_hand_over, args=(pipe_write, request), name="fleetlab-judge-request",
+                         daemon=True).start()
         if not done.wait(seconds + REPLY_GRACE):
             process.kill()  # a server that no longer answers is replaced at the next request
             raise JudgeStopped(f"the judge server did not answer within {seconds + REPLY_GRACE:g} s")
@@ -91,8 +103,10 @@ class JudgeServer:
         """Stop the server (its judges still running are killed). Idempotent."""
         with self._guard:
             process, self._process = self._process, None
+            requests, self._requests = self._requests, None
+        if requests is not None:
+            requests.close()
         if process is not None:
-            process.stdin.close()
             try:
                 process.wait(timeout=10)
             except subprocess.TimeoutExpired:
@@ -111,10 +125,14 @@ class JudgeServer:
     def _launch(self) -> None:
         """Start a server process and the thread that reads its replies; it says "ready" once it has imported."""
         self._ready.clear()
-        self._process = subprocess.Popen(
-            [sys.executable, "-m", JUDGE_MODULE, *(["--sealed"] if self._sealed else [])], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, env=self._env, cwd=self._cwd,
-        )
+        if self._requests is not None:
+            self._requests.close()
+        self._requests, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        with theirs:
+            self._process = subprocess.Popen(
+                [sys.executable, "-m", JUDGE_MODULE, *(["--sealed"] if self._sealed else [])], stdin=theirs,
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=self._env, cwd=self._cwd,
+            )
         threading.Thread(target=self._read, args=(self._process,), name="fleetlab-judge-replies", daemon=True).start()
 
     def _read(self, process: subprocess.Popen[bytes]) -> None:
@@ -160,8 +178,7 @@ def judge_answers(server: JudgeServer, folder: Path, checks: Sequence[Check], an
     remaining = [check for check in checks]
     while remaining:
         (folder / ANSWERS).write_bytes(answers)  # anew for each judge: a killed one's answer may have written there
-        _write_request(folder, remaining)
-        ended = server.run(folder, max(0.0, deadline - time.monotonic()))
+        ended = server.run(folder, max(0.0, deadline - time.monotonic()), request_for(remaining))
         started = _read_results(ended.events, verdicts)
         if verdicts.withheld or verdicts.errors:
             return verdicts
@@ -178,11 +195,21 @@ def judge_answers(server: JudgeServer, folder: Path, checks: Sequence[Check], an
     return verdicts
 
 
-def _write_request(folder: Path, checks: Sequence[Check]) -> None:
+def request_for(checks: Sequence[Check]) -> bytes:
+    """What a judge needs to judge ``checks``: their ids, the modules that register them, their hidden cases."""
     modules = sorted({check.harness.__module__ for check in checks})
     request = {"checks": [check.id for check in checks], "modules": modules,
                "hidden": handover.encode({check.id: check.hidden for check in checks})}
-    (folder / REQUEST).write_text(json.dumps(request), encoding="utf-8")
+    return json.dumps(request).encode("utf-8")
+
+
+def _hand_over(pipe: int, request: bytes) -> None:
+    """Write ``request`` into the judge's pipe and close it (the judge reads it once it has forked its zygote)."""
+    try:
+        with open(pipe, "wb") as written:
+            written.write(request)
+    except OSError:
+        pass  # the judge is gone: its server says so
 
 
 def _read_results(events: Sequence[str], verdicts: Verdicts) -> str | None:

@@ -7,9 +7,12 @@ as in a graded kernel. That server imports the library, boto3, moto and every
 shipped check once, starts no thread, and forks one judge per notebook, so a
 notebook's judge starts in milliseconds and shares nothing with another's.
 
-Each request is one JSON line on the server's stdin, ``{"folder": ..., "seconds": ...}``.
-The folder holds ``REQUEST`` (the checks to judge, the modules that register
-them, the hidden cases handed over by the grader) and ``ANSWERS`` (what the
+Each request is one packet on the server's stdin (a Unix socket):
+``{"folder": ..., "seconds": ...}`` and the read end of a pipe. The server
+never reads that pipe: the judge it forks does, after it has forked its
+zygote, so no answer process inherits what comes through it: the checks to
+judge, the modules that register them and the hidden cases, handed over by
+the grader (no file holds them). The folder holds ``ANSWERS`` (what the
 kernel's ``session.hand_in`` wrote: untrusted). The judge runs each check's
 harness and cases itself; the learner's answers are rebuilt and called in a
 process of their own (``answerhost``), reached through proxies that carry
@@ -22,10 +25,8 @@ when the judge itself failed. When the judge ends the server answers
 ``{"folder", "exit", "timed_out", "events"}`` on stdout, ``events`` being
 those lines; a judge past its ``seconds`` is killed with its process group.
 The server, its judges and the grader keep their memory and open files from
-other processes of their user (``keep_memory_private``), so an answer cannot
-write into their pipes either. Learner code still runs as the grader's user:
-for submissions that may attack the machine itself, run the grader in a
-container or VM.
+other processes of their user (``keep_memory_private``); with ``--sealed``,
+every answer process is sealed in a sandbox (``fleetlab.course.judge.sandbox``).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ import json
 import os
 import select
 import signal
+import socket
 import sys
 import threading
 import time
@@ -55,7 +57,6 @@ from fleetlab.course.grading.results import CaseResult, CheckResult, CheckStatus
 from fleetlab.course.grading.runner import CheckBackend, run_check
 from fleetlab.course.grading.session import refused_borrowed
 
-REQUEST = "request.json"
 ANSWERS = "answers.json"
 HOME = "home"
 """The child's home and working folder, inside the request's folder."""
@@ -88,11 +89,13 @@ def keep_memory_private() -> bool:
 # --- one notebook's verdict --------------------------------------------------------------------------------------
 
 
-def judge_folder(folder: Path, results: TextIO, *, sealed: bool = False) -> None:
-    """Judge the request in ``folder``; write each check's verdict to ``results`` as soon as it is known.
-    With ``sealed``, each answer process is sealed in a sandbox (``AnswerHost``)."""
+def judge_folder(folder: Path, request_pipe: int, results: TextIO, *, sealed: bool = False) -> None:
+    """Judge the answers in ``folder`` as the request read from ``request_pipe`` (a file descriptor, closed
+    here) says; write each check's verdict to ``results`` as soon as it is known. With ``sealed``, each answer
+    process is sealed in a sandbox (``AnswerHost``)."""
     with AnswerHost(sealed=sealed) as answers:  # first: it forks, and this process runs one thread only until now
-        request = json.loads((folder / REQUEST).read_text(encoding="utf-8"))
+        with os.fdopen(request_pipe, "rb") as pipe:
+            request = json.loads(pipe.read().decode("utf-8"))
         for module in request["modules"]:
             importlib.import_module(module)
         hidden = handover.decode(request["hidden"])
@@ -197,8 +200,8 @@ def preload() -> None:
     gc.freeze()  # a forked judge's collector never walks the server's objects, so it never copies their pages
 
 
-def serve(requests: BinaryIO, replies: BinaryIO, *, sealed: bool = False) -> None:
-    """Fork a judge for every request line read from ``requests``; answer on ``replies`` as each one ends.
+def serve(requests: socket.socket | None, replies: BinaryIO, *, sealed: bool = False) -> None:
+    """Fork a judge for every request packet read from ``requests``; answer on ``replies`` as each one ends.
 
     Runs until ``requests`` closes, then kills the judges still running.
     Raises RuntimeError when a thread runs here (a fork would copy its locks).
@@ -211,7 +214,6 @@ def serve(requests: BinaryIO, replies: BinaryIO, *, sealed: bool = False) -> Non
     signal.set_wakeup_fd(wake_write)
     signal.signal(signal.SIGCHLD, lambda *_: None)  # a handler, so a child's end writes to the wakeup pipe
     children: dict[int, _Child] = {}
-    pending = b""
     _reply(replies, {"ready": os.getpid()})
     try:
         while True:
@@ -224,15 +226,16 @@ def serve(requests: BinaryIO, replies: BinaryIO, *, sealed: bool = False) -> Non
                 if child.results in readable:
                     _take_results(child)
             if requests in readable:
-                chunk = os.read(requests.fileno(), 65536)
-                if not chunk:
+                packet, pipes, _, _ = socket.recv_fds(requests, 65536, 1)
+                if not packet:
                     return
-                pending += chunk
-                while b"\n" in pending:
-                    line, pending = pending.split(b"\n", 1)
-                    request = json.loads(line)
-                    pid, results = _fork(Path(request["folder"]), (wake_read, wake_write), sealed)
-                    children[pid] = _Child(request["folder"], time.monotonic() + float(request["seconds"]), results)
+                request = json.loads(packet)
+                try:
+                    pid, results = _fork(Path(request["folder"]), pipes[0], (wake_read, wake_write), sealed)
+                finally:
+                    for pipe in pipes:
+                        os.close(pipe)
+                children[pid] = _Child(request["folder"], time.monotonic() + float(request["seconds"]), results)
             _kill_overdue(children)
             _reap(children, replies)
     finally:
@@ -261,7 +264,7 @@ def _next_wait(children: Mapping[int, _Child]) -> float | None:
     return max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
 
 
-def _fork(folder: Path, wake: tuple[int, int], sealed: bool) -> tuple[int, int]:
+def _fork(folder: Path, request_pipe: int, wake: tuple[int, int], sealed: bool) -> tuple[int, int]:
     """Fork a judge for ``folder``: its pid, and the read end of the pipe it writes its verdicts to (only the
     server holds that pipe: no file a learner's code could find carries a verdict)."""
     results_read, results_write = os.pipe()
@@ -277,7 +280,7 @@ def _fork(folder: Path, wake: tuple[int, int], sealed: bool) -> tuple[int, int]:
     results = os.fdopen(results_write, "w", encoding="utf-8")
     try:
         _become_judge(folder, wake)
-        judge_folder(folder, results, sealed=sealed)
+        judge_folder(folder, request_pipe, results, sealed=sealed)
         code = 0
     except BaseException as exc:  # the judge's own failure: its kind only, a message may quote a hidden input
         with contextlib.suppress(BaseException):
@@ -349,7 +352,7 @@ def main(argv: list[str]) -> None:
     os.dup2(2, 1)  # whatever an import prints goes to stderr, never into the replies
     sys.meta_path.insert(0, InstructorRefused())
     preload()
-    serve(sys.stdin.buffer, replies, sealed=argv == ["--sealed"])
+    serve(socket.socket(fileno=0), replies, sealed=argv == ["--sealed"])
 
 
 def _die_with_parent() -> None:
