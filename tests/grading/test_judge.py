@@ -8,7 +8,7 @@ import threading
 
 import pytest
 from fleetlab_instructor.checks import full_check
-from fleetlab_instructor.grading.judging import Ended, JudgeServer, judge_answers
+from fleetlab_instructor.grading.judging import Ended, JudgeServer, JudgeStopped, judge_answers
 from fleetlab_instructor.grading.environment import kernel_env
 
 from fleetlab.course.grading import judge, session
@@ -121,6 +121,8 @@ class ScriptedServer:
     def run(self, folder, seconds, request):
         events, ended = self.runs.pop(0)
         self.requests.append(json.loads(request)["checks"])
+        if ended is None:
+            raise JudgeStopped("the judge server stopped while judging")
         return Ended(ended.exit, ended.timed_out, (*(json.dumps(event) for event in events), '{"cut sh'))
 
 
@@ -153,3 +155,17 @@ def test_an_answer_that_kills_its_judge_fails_its_check_and_the_next_judge_takes
 def test_a_judge_that_did_not_judge_every_check_once_says_so(fixture_lab, tmp_path, events, ended, error):
     _, verdicts = scripted(fixture_lab, tmp_path, (events, ended))
     assert verdicts.errors == [error]
+
+
+def test_a_notebook_whose_judge_server_died_is_judged_again_from_the_start(fixture_lab, tmp_path):
+    server, verdicts = scripted(fixture_lab, tmp_path,
+                                ([{"start": "99.dedupe"}, {"check": "99.dedupe", **VERDICT}], None),
+                                ([{"check": "99.dedupe", **VERDICT}, {"check": "99.visibility", **VERDICT}],
+                                 Ended(0, False)))
+    assert server.requests == [["99.dedupe", "99.visibility"]] * 2
+    assert verdicts.errors == [] and sorted(verdicts.checks) == ["99.dedupe", "99.visibility"]
+
+
+def test_a_judge_server_that_dies_twice_under_one_notebook_is_a_grading_error(fixture_lab, tmp_path):
+    with pytest.raises(JudgeStopped):
+        scripted(fixture_lab, tmp_path, ([], None), ([], None))

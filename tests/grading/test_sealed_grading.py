@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 import uuid
 from pathlib import Path
 
@@ -232,3 +233,43 @@ def test_the_gradebook_is_the_graders_alone(batch):
 def test_nothing_an_attacker_started_outlives_the_batch(batch):
     *_, left = batch
     assert left == []
+
+
+def test_a_grader_killed_part_way_leaves_nothing_running(tmp_path):
+    """The template and the judge server die with the grader, each kernel's launcher too, and a kernel's end
+    ends its sandbox and all it started."""
+    if sandbox.probe():
+        pytest.skip(f"no sandbox here: {sandbox.probe()}")
+    submissions = tmp_path / "submissions"
+    submissions.mkdir()
+    spin = f'import subprocess, sys\nsubprocess.Popen([sys.executable, "-c", "while True: pass", "{MARKER}-spin"])'
+    nbformat.write(notebook(WRONG, spin + "\nwhile True:\n    pass"), submissions / f"spinner_{LAB}.ipynb")
+    grader = psutil.Popen([str(FLEETLAB), "grade", str(submissions), "--out", str(tmp_path / "grades.csv")],
+                          cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        spinning = _wait_for(lambda: [p for p in psutil.process_iter(["cmdline"])
+                                      if f"{MARKER}-spin" in " ".join(p.info["cmdline"] or ())], 300)
+        assert spinning, "the spinner's cell never ran"
+        family = [(child.pid, child.create_time()) for child in grader.children(recursive=True)]
+        assert len(family) >= 4  # the template, the judge server, the kernel's launcher, its sandbox
+    finally:
+        grader.kill()
+        grader.wait()
+    assert _wait_for(lambda: not [pid for pid, born in family if _alive(pid, born)], 60), \
+        [psutil.Process(pid).cmdline() for pid, born in family if _alive(pid, born)]
+
+
+def _alive(pid: int, born: float) -> bool:
+    try:
+        process = psutil.Process(pid)
+        return process.create_time() == born and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _wait_for(condition, seconds: float):
+    """``condition()``'s first true value, polled every 0.1 s for at most ``seconds`` (the last value if none)."""
+    deadline = time.monotonic() + seconds
+    while not (value := condition()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return value

@@ -20,7 +20,7 @@ from pathlib import Path
 from fleetlab.backends.backend import open_backend
 from fleetlab.backends.fidelity.cache import TABLE_FILES, cache_folder, failed_findings, probe
 from fleetlab.backends.fidelity.table import FidelityTable
-from fleetlab_tools.kernel_launcher import WARM_VARIABLE
+from fleetlab_tools.kernel_launcher import DIES_WITH_PARENT, WARM_VARIABLE
 
 PASSED_THROUGH = re.compile(
     r"^(PATH|LANG|LANGUAGE|LC_[A-Z]+|TZ|TMPDIR|TEMP|TMP|PYTHONPATH|VIRTUAL_ENV|CONDA_PREFIX"
@@ -51,6 +51,7 @@ def kernel_env(grader_env: Mapping[str, str], home: Path, shared: Path) -> dict[
         AWS_CONFIG_FILE=str(home / NOWHERE / "config"),
         AWS_EC2_METADATA_DISABLED="true",
         IPYTHONDIR=str(home / ".ipython"),
+        **{DIES_WITH_PARENT: "1"},  # a killed grader leaves no kernel behind
     )
     return env
 

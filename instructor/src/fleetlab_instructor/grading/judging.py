@@ -28,6 +28,8 @@ from fleetlab.course.grading.judge import ANSWERS
 from fleetlab.course.grading.registry import Check
 
 JUDGE_MODULE = "fleetlab.course.grading.judge"
+SERVER_RESTARTS = 1
+"""Times a notebook is judged afresh when the judge server dies while judging it (the server is started again)."""
 REPLY_GRACE = 30.0
 """Seconds past a judge's own limit the server has to say it ended (it kills the judge at the limit)."""
 
@@ -170,15 +172,24 @@ def judge_answers(server: JudgeServer, folder: Path, checks: Sequence[Check], an
     ``folder`` is this notebook's own; the judge's request goes there, its
     verdicts come back through the server. A judge killed in the middle of a
     check leaves that check failed and the next judge takes the checks after
-    it, within ``seconds`` in all.
+    it, within ``seconds`` in all. When the server itself dies, the notebook
+    is judged again from the start by a new one (``SERVER_RESTARTS`` times).
     """
     folder.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + seconds
     verdicts = Verdicts()
     remaining = [check for check in checks]
+    restarts = SERVER_RESTARTS
     while remaining:
         (folder / ANSWERS).write_bytes(answers)  # anew for each judge: a killed one's answer may have written there
-        ended = server.run(folder, max(0.0, deadline - time.monotonic()), request_for(remaining))
+        try:
+            ended = server.run(folder, max(0.0, deadline - time.monotonic()), request_for(remaining))
+        except JudgeStopped:
+            if not restarts:
+                raise
+            restarts -= 1  # the server died under this notebook, through no fault of its: judged again, afresh
+            verdicts, remaining, deadline = Verdicts(), list(checks), time.monotonic() + seconds
+            continue
         started = _read_results(ended.events, verdicts)
         if verdicts.withheld or verdicts.errors:
             return verdicts
