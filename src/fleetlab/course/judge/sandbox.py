@@ -28,10 +28,12 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import importlib
 import os
 import resource
 import signal
 import sys
+import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -100,10 +102,28 @@ def learner_view(*, writable: Iterable[str] = (), read_only: Iterable[str] = (),
     from fleetlab.course.grading.learner import INSTRUCTOR_PACKAGE
 
     library = os.path.dirname(os.path.dirname(os.path.realpath(fleetlab.__file__)))
+    traces = instructor_traces()
+    sources = _instructor_sources(traces)
     searched = [folder for folder in python_path.split(os.pathsep)
-                if os.path.isdir(folder) and not os.path.exists(os.path.join(folder, INSTRUCTOR_PACKAGE))]
-    return python_view(extra_read_only=[library, *searched, *read_only], writable=writable,
-                       hidden=instructor_traces())
+                if os.path.isdir(folder) and not os.path.exists(os.path.join(folder, INSTRUCTOR_PACKAGE))
+                and not any(_holds(folder, kept) for kept in (*sources, tempfile.gettempdir(), "/"))]
+    return python_view(extra_read_only=[library, *searched, *read_only], writable=writable, hidden=traces)
+
+
+def _instructor_sources(traces: Iterable[str]) -> list[str]:
+    """Where the instructor's code lives outside the environment: the folders its ``.pth`` file points at."""
+    folders = []
+    for trace in traces:
+        if trace.endswith(".pth") and os.path.isfile(trace):
+            lines = Path(trace).read_text(encoding="utf-8", errors="replace").splitlines()
+            folders += [os.path.realpath(line.strip()) for line in lines if line.strip() and not line.startswith(("#", "import"))]
+    return folders
+
+
+def _holds(folder: str, path: str) -> bool:
+    """Whether ``path`` is ``folder`` or lies inside it."""
+    folder = os.path.realpath(folder)
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 def instructor_traces() -> tuple[str, ...]:
@@ -148,6 +168,15 @@ def seal(view: View, limits: Limits = Limits()) -> None:
         _become_init(view, owner, limits)
     except BaseException as exc:
         _die(f"the sandbox could not be entered: {exc}")
+    _forget_the_host()
+
+
+def _forget_the_host() -> None:
+    """Drop what the import system remembers of the host's files: search-path entries the view does not hold,
+    and every finder's cached listing (a cached listing would still offer a module whose file is gone)."""
+    sys.path[:] = [entry for entry in sys.path if not entry or os.path.isdir(entry) or os.path.isfile(entry)]
+    sys.path_importer_cache.clear()
+    importlib.invalidate_caches()
 
 
 def probe() -> str:
