@@ -54,7 +54,7 @@ from fleetlab_instructor.grading.demos import cells_to_skip
 from fleetlab_instructor.grading.judging import JudgeServer, Verdicts, judge_answers
 from fleetlab_instructor.grading.sandbox import (kernel_env, measure_graded_backend, share_fidelity_tables,
                                                  write_kernel_startup)
-from fleetlab_instructor.grading.submissions import lab_of
+from fleetlab_instructor.grading.submissions import lab_of, read_notebook
 
 CHECK_CALL = re.compile(r"""\bcheck\(\s*["'](\d\d\.[a-z0-9][a-z0-9_-]*)["']""")
 SCORED = (CheckStatus.PASS, CheckStatus.FAIL)  # a fail keeps the points of the cases it passed
@@ -324,7 +324,7 @@ def grade_notebooks(
     that sandbox too, so the batch pays for the library's imports once.
     """
     keep_memory_private()  # no learner's code, in a kernel or an answer's process, can write into the grader
-    texts = [path.read_text(encoding="utf-8") for path in paths]
+    texts = [read_notebook(path) for path in paths]  # the text, or why it is no notebook (submissions.Unreadable)
     rows: list[GradeRow | None] = [None] * len(paths)
     with tempfile.TemporaryDirectory(prefix="fleetlab-grade-") as root:
         shared_cache = Path(root, "shared")
