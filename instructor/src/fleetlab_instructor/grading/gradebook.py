@@ -163,6 +163,7 @@ def short_names(notebooks: Sequence[str]) -> list[str]:
 
 
 SHARD_KIND = "fleetlab grading shard"
+SHARD_HINT = "pass the RUN.shard-I-of-N.json files that `fleetlab grade --shard I/N --run RUN` wrote"
 @dataclass
 class ShardFile:
     """One shard's part of a run: its gradebook, each notebook graded with its row, and intake's notes."""
@@ -195,12 +196,11 @@ def write_shard(part: ShardFile, folder: Path) -> Path:
 def read_shard(path: Path) -> ShardFile:
     """The shard file at ``path``; InvalidInput naming the file and the field that is wrong."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise InvalidInput("SHARD", f"cannot read {str(path)!r} ({exc})",
-                           hint="pass the RUN.shard-I-of-N.json files `fleetlab grade --shard I/N --run RUN` wrote") \
-            from None
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InvalidInput("SHARD", f"cannot read {str(path)!r} ({exc.strerror})", hint=SHARD_HINT) from None
     try:
+        data = json.loads(data)
         if data["kind"] != SHARD_KIND:
             raise ValueError(f"kind is {data['kind']!r}")
         graded = [(Submission(Path(item["path"]), str(item["learner"]), str(item["lab"])), row_from_json(item["row"]))
@@ -212,8 +212,7 @@ def read_shard(path: Path) -> ShardFile:
                          [str(note) for note in data["notes"]])
     except (KeyError, TypeError, ValueError, AttributeError, InvalidInput) as exc:
         raise InvalidInput("SHARD", f"{str(path)!r} is not a fleetlab shard file ({type(exc).__name__}: {exc})",
-                           hint="pass the RUN.shard-I-of-N.json files `fleetlab grade --shard I/N --run RUN` wrote") \
-            from None
+                           hint=SHARD_HINT) from None
 
 
 def merge_shards(parts: Mapping[Path, ShardFile]) -> ShardFile:
