@@ -250,3 +250,13 @@ def test_a_learner_id_never_writes_feedback_outside_its_folder(tmp_path):
         "%2E.%2Fescaped.md", "%2E..md", "%2Fetc%2Fcron.d%2Fx.md", "h.o@example.org.md"]
     assert sorted(path.name for path in tmp_path.iterdir()) == ["feedback"]
     assert "# Feedback for ../escaped" in (folder / "%2E.%2Fescaped.md").read_text()
+
+
+def test_the_summary_table_shows_a_learners_text_as_text():
+    from rich.console import Console
+
+    rows = [GradeRow("room/ann_00_[red]x.ipynb", {"00.planes": 1.0}, {}, "cell 3 raised KeyError: '[/y]'")]
+    console = Console(record=True, width=200)
+    console.print(gradebook.summary_table(rows, {"00.planes": 1.0}))
+    shown = console.export_text()
+    assert "ann_00_[red]x.ipynb" in shown and "KeyError: '[/y]'" in shown

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import html
 import io
 import os
 import re
@@ -209,7 +210,8 @@ ANSWERS = {
 }
 FORMULA = "=SUM(1+1)"  # a learner folder whose name a spreadsheet would run; its notebook is not UTF-8
 STRAYS = {"bob/Untitled.ipynb": "names no lab", "eve/00_orientation-Copy1.ipynb": "a Jupyter copy of lab 00 for eve",
-          "zed_00_orientation.ipynb": "not a regular file (a FIFO"}
+          "zed_00_orientation.ipynb": "not a regular file (a FIFO",
+          "bob/[red]x \\x1b[2J.ipynb": "names no lab"}  # rich markup and a terminal escape, shown as text
 
 
 def planes_notebook(answer: str) -> nbformat.NotebookNode:
@@ -229,6 +231,7 @@ def room(tmp_path_factory) -> Path:
     (root / FORMULA).mkdir()
     (root / FORMULA / "00_orientation.ipynb").write_bytes(nbformat.writes(planes_notebook("1")).encode() + b"\xff")
     (root / "bob" / "Untitled.ipynb").write_text(nbformat.writes(planes_notebook("1")))
+    (root / "bob" / "[red]x \x1b[2J.ipynb").write_text(nbformat.writes(planes_notebook("1")))
     (root / "eve" / "00_orientation-Copy1.ipynb").write_text(nbformat.writes(planes_notebook(ANSWERS["ann"])))
     os.mkfifo(root / "zed_00_orientation.ipynb")
     return root
@@ -265,8 +268,9 @@ def test_the_unsharded_gradebook_scores_each_learner_and_no_stray_sinks_it(unsha
     page = (out.parent / "room.html").read_text()
     for stray, says in STRAYS.items():
         assert re.search(rf"not graded as found: \S*{re.escape(stray)}: {re.escape(says)}", printed)
-        assert says in page and stray in page
-    assert "graded 6 notebooks in" in printed and "3 files not graded as found (above)" in printed
+        assert says in page and html.escape(stray) in page
+    assert "\x1b" not in printed and "\x1b" not in page
+    assert "graded 6 notebooks in" in printed and "4 files not graded as found (above)" in printed
 
 
 def test_the_merged_shards_are_the_unsharded_gradebook_and_room_report(room, unsharded, tmp_path, capsys):

@@ -150,7 +150,7 @@ def grade(paths: tuple[Path, ...], out: Path, feedback: Path | None, report: Pat
     from fleetlab_instructor.grading.feedback import write_feedback
     from fleetlab_instructor.grading.grade import GradeRow, Limits, grade_notebooks
     from fleetlab_instructor.grading.journal import Journal, journal_of, sha256_of
-    from fleetlab_instructor.grading.submissions import Unreadable, read_notebook, shard_of, take_in
+    from fleetlab_instructor.grading.submissions import Unreadable, printable, read_notebook, shard_of, take_in
 
     if shard != ALL and run is None:
         raise InvalidInput("--run", f"is missing: --shard {shard} needs the run's id",
@@ -170,8 +170,9 @@ def grade(paths: tuple[Path, ...], out: Path, feedback: Path | None, report: Pat
             rows[sub] = GradeRow(str(sub.path), {}, {}, str(text))
         elif (kept := journal.finished(sub, sha256 := sha256_of(text))) is not None:
             rows[sub] = kept
-            console.print(f"kept: {sub.path}: graded before and unchanged since (same sha256), its row taken from "
-                          f"{journal.folder} (--restart grades it again)", highlight=False, soft_wrap=True)
+            console.print(f"kept: {printable(str(sub.path))}: graded before and unchanged since (same sha256), its "
+                          f"row taken from {journal.folder} (--restart grades it again)", markup=False,
+                          highlight=False, soft_wrap=True)
         else:
             pending[str(sub.path)] = (sub, sha256)
     limits = Limits(cell=cell_timeout, notebook=notebook_timeout, grading=grading_timeout)
@@ -201,7 +202,7 @@ def grade(paths: tuple[Path, ...], out: Path, feedback: Path | None, report: Pat
         write_room_report(room_summary(book, submissions, ordered), report, notes=notes)
     console.print(gradebook.summary_table(ordered, book.maxima))
     for note in notes:
-        console.print(f"not graded as found: {note}", highlight=False, soft_wrap=True)
+        console.print(f"not graded as found: {note}", markup=False, highlight=False, soft_wrap=True)
     rate = len(graded) / seconds * 60 if seconds else 0.0
     learners = f"{len(book.rows)} learner{'' if len(book.rows) == 1 else 's'}"
     share = "" if shard == ALL else f" (shard {shard}: {learners})"
@@ -210,7 +211,7 @@ def grade(paths: tuple[Path, ...], out: Path, feedback: Path | None, report: Pat
                + (f"; {len(notes)} files not graded as found (above)" if notes else "")
                + f"; gradebook: {out}; feedback: {feedback}" + (f"; room report: {report}" if report else "")
                + (f"; shard file: {shard_file}" if shard_file else ""))
-    console.print(summary, highlight=False, soft_wrap=True)
+    console.print(summary, markup=False, highlight=False, soft_wrap=True)
     return 0
 
 

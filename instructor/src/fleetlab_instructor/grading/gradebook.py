@@ -41,6 +41,7 @@ from typing import Any
 from pathlib import Path
 
 from rich.table import Table
+from rich.text import Text
 
 from fleetlab.core.errors import InvalidInput
 from fleetlab.core.files import write_atomically
@@ -138,7 +139,10 @@ def merge(books: Mapping[Path, Gradebook]) -> Gradebook:
 
 
 def summary_table(rows: Sequence[GradeRow], maxima: Mapping[str, float]) -> Table:
-    """A rich table with one line per notebook graded, each check's maximum (``maxima``) in its header."""
+    """A rich table with one line per notebook graded, each check's maximum (``maxima``) in its header.
+
+    A notebook's name and its error are the learner's text, shown as it is.
+    """
     table = Table(title="fleetlab gradebook", title_justify="left")
     table.add_column("notebook", overflow="fold")
     for check_id, most in maxima.items():
@@ -148,7 +152,7 @@ def summary_table(rows: Sequence[GradeRow], maxima: Mapping[str, float]) -> Tabl
     names = short_names([row.notebook for row in rows])
     for name, row in zip(names, rows, strict=True):
         cells = [format_points(row.scores.get(c, 0)) if c in row.scores else "" for c in maxima]
-        table.add_row(name, *cells, format_points(row.total), row.error)
+        table.add_row(Text(name), *cells, format_points(row.total), Text(row.error))  # as text: never rich markup
     return table
 
 

@@ -102,7 +102,7 @@ class Note:
     says: str
 
     def __str__(self) -> str:
-        return f"{self.path}: {self.says}"
+        return f"{printable(str(self.path))}: {self.says}"
 
 
 @dataclass(frozen=True)
@@ -319,6 +319,11 @@ def learner_file_name(learner: str, suffix: str) -> str:
     """
     escaped = quote(learner, safe="@+")
     return ("%2E" + escaped[1:] if escaped.startswith(".") else escaped) + suffix
+
+
+def printable(text: str) -> str:
+    """``text`` with each character a terminal would act on (an escape, a newline) written as its escape code."""
+    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
 
 
 def csv_cell(text: str) -> str:
