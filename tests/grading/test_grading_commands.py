@@ -69,19 +69,25 @@ def test_a_grader_killed_part_way_resumes_from_its_journal(tmp_path, capsys, mon
     assert not out.exists() and len(list((tmp_path / "grades.csv.journal").iterdir())) == 1
     capsys.readouterr()
 
-    def graded() -> tuple[str, list[str]]:
+    def graded() -> tuple[str, list[str], str]:
         assert main(["grade", str(room), "--out", str(out)]) == 0
         printed = capsys.readouterr().out
         kept = re.findall(r"kept: \S+/(\w+)_00_orientation.ipynb: graded before and unchanged since \(same sha256\)",
                           printed)
         assert "(--restart grades it again)" in printed if kept else "kept:" not in printed
-        return out.read_text(), kept
+        return out.read_text(), kept, printed
 
-    book, kept = graded()
+    book, kept, printed = graded()
+    assert ", kept 1 from the journal" in printed and "graded 1 notebooks" in printed
     assert len(kept) == 1 and book == "learner,00.planes,total\nPoints Possible,1,1\nann,1,1\nbob,0,0\n"
     nbformat.write(new_notebook(cells=[new_code_cell(f"planes = {dict(lab00.REFERENCE)!r}")]),
                    room / "bob_00_orientation.ipynb")  # bob hands in again: his notebook is graded again
-    book, kept = graded()
+    book, kept, _ = graded()
     assert kept == ["ann"] and book.endswith("ann,1,1\nbob,1,1\n")
     assert main(["grade", str(room), "--out", str(out), "--restart"]) == 0
     assert "kept:" not in (printed := capsys.readouterr().out) and "graded 2 notebooks" in printed
+    (room / "cy_00_orientation.ipynb").write_bytes(b"\xff")  # a third learner's broken file: never journaled
+    monkeypatch.setattr("fleetlab_instructor.grading.grade.grade_notebooks", None)  # nothing left to grade
+    book, kept, printed = graded()
+    assert sorted(kept) == ["ann", "bob"] and book.endswith("ann,1,1\nbob,1,1\ncy,0,0\n")
+    assert "graded 0 notebooks in" in printed and ", kept 2 from the journal" in printed

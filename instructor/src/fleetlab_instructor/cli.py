@@ -150,7 +150,8 @@ def grade(paths: tuple[Path, ...], out: Path, feedback: Path | None, report: Pat
     from fleetlab_instructor.grading.feedback import write_feedback
     from fleetlab_instructor.grading.grade import GradeRow, Limits, grade_notebooks
     from fleetlab_instructor.grading.journal import Journal, journal_of, sha256_of
-    from fleetlab_instructor.grading.submissions import Unreadable, printable, read_notebook, shard_of, take_in
+    from fleetlab_instructor.grading.submissions import (Submission, Unreadable, printable, read_notebook,
+                                                         shard_of, take_in)
 
     if shard != ALL and run is None:
         raise InvalidInput("--run", f"is missing: --shard {shard} needs the run's id",
@@ -162,14 +163,15 @@ def grade(paths: tuple[Path, ...], out: Path, feedback: Path | None, report: Pat
     submissions = shard_of(intake.submissions, shard)
     journal = Journal(journal_of(out), restart=restart)
     console = stdout_console()
-    rows: dict[Any, GradeRow] = {}
-    pending: dict[str, tuple[Any, str]] = {}  # notebook path -> (submission, sha256)
+    rows: dict[Submission, GradeRow] = {}
+    kept_rows = 0
+    pending: dict[str, tuple[Submission, str]] = {}  # notebook path -> (submission, sha256)
     for sub in submissions:
         text = read_notebook(sub.path)
         if isinstance(text, Unreadable):
             rows[sub] = GradeRow(str(sub.path), {}, {}, str(text))
         elif (kept := journal.finished(sub, sha256 := sha256_of(text))) is not None:
-            rows[sub] = kept
+            rows[sub], kept_rows = kept, kept_rows + 1
             console.print(f"kept: {printable(str(sub.path))}: graded before and unchanged since (same sha256), its "
                           f"row taken from {journal.folder} (--restart grades it again)", markup=False,
                           highlight=False, soft_wrap=True)
@@ -186,7 +188,7 @@ def grade(paths: tuple[Path, ...], out: Path, feedback: Path | None, report: Pat
             bar.advance(task)
 
         graded = grade_notebooks([sub.path for sub, _ in pending.values()], limits=limits, workers=workers,
-                                 grader_env=dict(os.environ), on_graded=finished)
+                                 grader_env=dict(os.environ), on_graded=finished) if pending else []
     seconds = time.monotonic() - started
     rows.update(zip((sub for sub, _ in pending.values()), graded, strict=True))
     ordered = [rows[sub] for sub in submissions]
@@ -207,7 +209,7 @@ def grade(paths: tuple[Path, ...], out: Path, feedback: Path | None, report: Pat
     learners = f"{len(book.rows)} learner{'' if len(book.rows) == 1 else 's'}"
     share = "" if shard == ALL else f" (shard {shard}: {learners})"
     summary = (f"graded {len(graded)} notebooks{share} in {seconds:.1f} s ({rate:.1f}/min)"
-               + (f", kept {len(ordered) - len(graded)} from the journal" if len(ordered) > len(graded) else "")
+               + (f", kept {kept_rows} from the journal" if kept_rows else "")
                + (f"; {len(notes)} files not graded as found (above)" if notes else "")
                + f"; gradebook: {out}; feedback: {feedback}" + (f"; room report: {report}" if report else "")
                + (f"; shard file: {shard_file}" if shard_file else ""))

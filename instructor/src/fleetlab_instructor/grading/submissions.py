@@ -15,7 +15,8 @@ names no lab (``Untitled.ipynb``), a second notebook of one lab for one
 learner (a Jupyter ``-Copy1`` duplicate among them), a folder inside a
 learner's folder, a symbolic link, or anything that is not a regular file
 is left out with a ``Note`` saying so; the rest are graded. Nothing is
-opened while looking: every entry is ``lstat``-ed, and no link is followed.
+opened while looking: every entry in a folder is ``lstat``-ed, and no link
+is followed (a notebook named on the command line that is a link neither).
 A notebook whose bytes are no notebook (not UTF-8, not JSON) is its
 owner's error row (``read_notebook``), never anyone else's.
 
@@ -92,6 +93,16 @@ def parse_shard(text: str) -> Shard:
     if not 1 <= index <= count:
         raise InvalidInput("--shard", f"is {text!r}: I must be from 1 to {count}", hint=f"1/{count} .. {count}/{count}")
     return Shard(index, count)
+
+
+RUN_HINT = "letters, digits, '.', '-' and '_', at most 64, the same for every shard of a run: e.g. --run lab03-day1"
+
+
+def parse_run(text: str) -> str:
+    """``text`` as a run id; InvalidInput naming ``--run`` unless it is one (``RUN_ID``)."""
+    if not RUN_ID.match(text):
+        raise InvalidInput("--run", f"is {text!r}, not a run id", hint=RUN_HINT)
+    return text
 
 
 @dataclass(frozen=True)
@@ -301,21 +312,11 @@ def lab_of(path: Path) -> str:
     return match["lab"] if match else ""
 
 
-RUN_HINT = "letters, digits, '.', '-' and '_', at most 64, the same for every shard of a run: e.g. --run lab03-day1"
-
-
-def parse_run(text: str) -> str:
-    """``text`` as a run id; InvalidInput naming ``--run`` unless it is one (``RUN_ID``)."""
-    if not RUN_ID.match(text):
-        raise InvalidInput("--run", f"is {text!r}, not a run id", hint=RUN_HINT)
-    return text
-
-
 def learner_file_name(learner: str, suffix: str) -> str:
     """A file name for ``learner``'s file: one path component whatever the id holds, distinct for distinct ids.
 
-    Letters, digits and ``._-@+`` stay; every other character (``/``, ``%``,
-    a control character) and a leading ``.`` are percent-escaped.
+    Letters, digits and ``._-~@+`` stay; every other character (``/``, ``%``,
+    a space, a control character) and a leading ``.`` are percent-escaped.
     """
     escaped = quote(learner, safe="@+")
     return ("%2E" + escaped[1:] if escaped.startswith(".") else escaped) + suffix
