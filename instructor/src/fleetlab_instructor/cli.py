@@ -217,7 +217,7 @@ def grade(paths: tuple[Path, ...], out: Path, feedback: Path | None, report: Pat
     return 0
 
 
-@click.group("gradebook", help="work with gradebook CSVs that `fleetlab grade` wrote")
+@click.group("gradebook", help="work with what `fleetlab grade` wrote: merge the shard files of a run")
 def gradebook_group() -> None:
     """The ``gradebook`` subcommands."""
 
