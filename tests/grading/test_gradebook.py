@@ -98,7 +98,7 @@ def shard_file(run: str, index: int, count: int, learner: str, points: float = 1
 def test_a_shard_file_is_named_by_its_run_and_i_of_n_and_reads_back_whole(tmp_path):
     part = shard_file("day1", 2, 3, "ann", 0.5)
     path = gradebook.write_shard(part, tmp_path)
-    assert path == tmp_path / "day1.shard-2-of-3.json"
+    assert path == tmp_path / "day1.shard-2-of-3.json" and path.stat().st_mode & 0o077 == 0  # the grader's alone
     assert gradebook.read_shard(path) == part
 
 

@@ -20,10 +20,11 @@ An LMS matches rows by its own ids: name the submissions by LMS login.
 A learner id that a spreadsheet would read as a formula (``=``, ``+``,
 ``-``, ``@``) is written with a leading ``'`` (``csv_cell``).
 
-A sharded run (``--shard I/N --run RUN``) also writes a shard file,
+A run given ``--run RUN`` (a sharded run must be) also writes a shard file,
 ``RUN.shard-I-of-N.json`` beside its gradebook: the run, I and N, its
 gradebook, each notebook's row with its cases (what the room report needs)
-and intake's notes. ``merge_shards`` joins the shard files of one run into
+and intake's notes. Like the journal it holds hidden cases' diagnoses: it is
+the grader's (mode 0600), never a learner's. ``merge_shards`` joins the shard files of one run into
 the gradebook one unsharded run writes, byte for byte, and refuses a set
 that is not exactly shards 1 to N of one run.
 """
@@ -168,6 +169,8 @@ def short_names(notebooks: Sequence[str]) -> list[str]:
 
 SHARD_KIND = "fleetlab grading shard"
 SHARD_HINT = "pass the RUN.shard-I-of-N.json files that `fleetlab grade --shard I/N --run RUN` wrote"
+
+
 @dataclass
 class ShardFile:
     """One shard's part of a run: its gradebook, each notebook graded with its row, and intake's notes."""
@@ -200,11 +203,11 @@ def write_shard(part: ShardFile, folder: Path) -> Path:
 def read_shard(path: Path) -> ShardFile:
     """The shard file at ``path``; InvalidInput naming the file and the field that is wrong."""
     try:
-        data = path.read_bytes()
+        raw = path.read_bytes()
     except OSError as exc:
         raise InvalidInput("SHARD", f"cannot read {str(path)!r} ({exc.strerror})", hint=SHARD_HINT) from None
     try:
-        data = json.loads(data)
+        data = json.loads(raw)
         if data["kind"] != SHARD_KIND:
             raise ValueError(f"kind is {data['kind']!r}")
         graded = [(Submission(Path(item["path"]), str(item["learner"]), str(item["lab"])), row_from_json(item["row"]))
@@ -227,7 +230,7 @@ def merge_shards(parts: Mapping[Path, ShardFile]) -> ShardFile:
     ``merge`` does for a learner or a maximum that differs.
     """
     if not parts:
-        raise InvalidInput("SHARD", "no shard file given", hint="pass every RUN.shard-I-of-N.json of the run")
+        raise InvalidInput("SHARD", "no shard file given", hint=SHARD_HINT)
     (first_path, first), *_ = parts.items()
     seen: dict[int, Path] = {}
     for path, part in parts.items():
