@@ -110,6 +110,18 @@ def test_a_stray_file_is_left_out_with_a_note_and_the_rest_is_graded(tmp_path):
     }
 
 
+def test_of_two_notebooks_of_a_lab_the_one_named_as_the_room_named_it_is_graded(tmp_path):
+    empty_notebooks(tmp_path, ["ann/03_a_draft.ipynb", "ann/03_poison_and_dlq.ipynb", "bob/03_poison_and_dlq.ipynb",
+                               "cy_03_poison_and_dlq.ipynb", "dee/03_b.ipynb", "dee/03_a.ipynb"])
+    intake = take_in([tmp_path])
+    assert [str(sub.path.relative_to(tmp_path)) for sub in intake.submissions] == [
+        "ann/03_poison_and_dlq.ipynb", "bob/03_poison_and_dlq.ipynb", "cy_03_poison_and_dlq.ipynb",
+        "dee/03_a.ipynb"]  # no name of dee's is the room's: the first by path
+    assert [(str(note.path.relative_to(tmp_path)), note.says.split(":")[0]) for note in intake.notes] == [
+        ("ann/03_a_draft.ipynb", "a second notebook of lab 03 for ann"),
+        ("dee/03_b.ipynb", "a second notebook of lab 03 for dee")]
+
+
 def test_a_lone_jupyter_copy_is_graded_and_a_file_named_twice_is_one_submission(tmp_path):
     empty_notebooks(tmp_path, ["ann/01_at_least_once-Copy2.ipynb"])
     intake = take_in([tmp_path, tmp_path / "ann" / "01_at_least_once-Copy2.ipynb"])

@@ -14,7 +14,9 @@ Intake (``take_in``) never lets one file sink the batch: a notebook that
 names no lab (``Untitled.ipynb``), a second notebook of one lab for one
 learner (a Jupyter ``-Copy1`` duplicate among them), a folder inside a
 learner's folder, a symbolic link, or anything that is not a regular file
-is left out with a ``Note`` saying so; the rest are graded. Nothing is
+is left out with a ``Note`` saying so; the rest are graded (of two
+notebooks of one lab, the one named as the room named it, never the copy).
+Nothing is
 opened while looking: every entry in a folder is ``lstat``-ed, and no link
 is followed (a notebook named on the command line that is a link neither).
 A notebook whose bytes are no notebook (not UTF-8, not JSON) is its
@@ -33,6 +35,7 @@ import json
 import os
 import re
 import stat
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -238,10 +241,17 @@ def _kind(entry: os.DirEntry[str]) -> str:
 
 
 def _one_per_lab(found: Sequence[Submission], notes: list[Note]) -> list[Submission]:
-    """One submission per learner and lab: a Jupyter copy last, then by path; a note for each other one."""
+    """One submission per learner and lab, and a note for each other one.
+
+    The one graded is, in this order: not a Jupyter copy; named as most of
+    the room named that lab's notebook (the name it was handed out under);
+    first by path.
+    """
     unique = {os.path.realpath(sub.path): sub for sub in reversed(found)}  # a file named twice is one file
-    ranked = sorted(unique.values(), key=lambda sub: (sub.learner, sub.lab, bool(JUPYTER_COPY.search(sub.path.name)),
-                                                      str(sub.path)))
+    room_names = Counter((sub.lab, _lab_notebook_name(sub)) for sub in unique.values())
+    ranked = sorted(unique.values(), key=lambda sub: (
+        sub.learner, sub.lab, bool(JUPYTER_COPY.search(sub.path.name)), -room_names[sub.lab, _lab_notebook_name(sub)],
+        str(sub.path)))
     kept: dict[tuple[str, str], Submission] = {}
     for sub in ranked:
         first = kept.setdefault((sub.learner, sub.lab), sub)
@@ -250,6 +260,12 @@ def _one_per_lab(found: Sequence[Submission], notes: list[Note]) -> list[Submiss
             notes.append(Note(sub.path, f"{what} of lab {sub.lab} for {sub.learner}: not graded "
                                         f"({str(first.path)!r} is; keep one notebook per lab)"))
     return list(kept.values())
+
+
+def _lab_notebook_name(sub: Submission) -> str:
+    """The notebook's name without a learner prefix: ``alice_01_at_least_once.ipynb`` is ``01_at_least_once.ipynb``."""
+    named = NAMED_BY_FILE.match(sub.path.name)
+    return sub.path.name[len(named["learner"]) + 1:] if named else sub.path.name
 
 
 def read_notebook(path: Path) -> str | Unreadable:
