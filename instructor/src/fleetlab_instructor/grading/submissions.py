@@ -16,9 +16,9 @@ learner (a Jupyter ``-Copy1`` duplicate among them), a folder inside a
 learner's folder, a symbolic link, or anything that is not a regular file
 is left out with a ``Note`` saying so; the rest are graded (of two
 notebooks of one lab, the one named as the room named it, never the copy).
-Nothing is
-opened while looking: every entry in a folder is ``lstat``-ed, and no link
-is followed (a notebook named on the command line that is a link neither).
+Nothing is opened while looking: every entry in a folder is ``lstat``-ed,
+and no link is followed (a notebook named on the command line that is a
+link neither).
 A notebook whose bytes are no notebook (not UTF-8, not JSON) is its
 owner's error row (``read_notebook``), never anyone else's.
 
