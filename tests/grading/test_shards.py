@@ -72,6 +72,7 @@ def test_a_stray_file_is_left_out_with_a_note_and_the_rest_is_graded(tmp_path):
         "grace/old/03_poison_and_dlq.ipynb", "grace/bob_01_at_least_once.ipynb", "grace/notes.txt",
         "grace/.ipynb_checkpoints/03_poison_and_dlq-checkpoint.ipynb",
         "dan_02_idempotency_keys.ipynb", "dan/02_idempotency_keys.ipynb", "Untitled.ipynb", "01_at_least_once.ipynb",
+        "dan/42_my_notes.ipynb",
         ".trash/ann/01_at_least_once.ipynb", "outside/03_poison_and_dlq.ipynb",
     ])
     room = tmp_path / "room"
@@ -93,6 +94,8 @@ def test_a_stray_file_is_left_out_with_a_note_and_the_rest_is_graded(tmp_path):
         ".trash": "a hidden folder, or one named with control characters: no learner's, not graded",
         "01_at_least_once.ipynb": f"names no learner: not graded ({LEARNER_CONVENTION})",
         "Untitled.ipynb": f"names no learner: not graded ({LEARNER_CONVENTION})",
+        "dan/42_my_notes.ipynb": "names lab 42, which this course has no checks for: not graded (its labs: 00, 01, "
+                                 "02, 03, 04, 05, 06, 07)",
         "dan_02_idempotency_keys.ipynb": f"a second notebook of lab 02 for dan: not graded "
                                          f"({str(room / 'dan/02_idempotency_keys.ipynb')!r} is; keep one notebook "
                                          f"per lab)",

@@ -11,7 +11,7 @@ A submission names its learner in one of two ways (``LEARNER_CONVENTION``):
   it names the notebook's owner even when the file is named for another.
 
 Intake (``take_in``) never lets one file sink the batch: a notebook that
-names no lab (``Untitled.ipynb``), a second notebook of one lab for one
+names no lab (``Untitled.ipynb``) or one the course does not have, a second notebook of one lab for one
 learner (a Jupyter ``-Copy1`` duplicate among them), a folder inside a
 learner's folder, a symbolic link, or anything that is not a regular file
 is left out with a ``Note`` saying so; the rest are graded (of two
@@ -44,6 +44,7 @@ from urllib.parse import quote
 import nbformat
 
 from fleetlab.core.errors import InvalidInput
+from fleetlab.course.grading import registry
 
 LEARNER_ID = r"[A-Za-z0-9][A-Za-z0-9._@+-]*"
 NAMED_BY_FILE = re.compile(rf"^(?P<learner>{LEARNER_ID}?)_(?P<lab>\d\d)_.*\.ipynb$")
@@ -155,7 +156,10 @@ def take_in(paths: Iterable[Path]) -> Intake:
         else:
             raise InvalidInput("PATH", f"{str(path)!r} is neither a notebook nor a folder",
                                hint="pass .ipynb files, or folders of them")
-    kept = _one_per_lab(found, notes)
+    labs = registry.known_labs()
+    notes += [Note(sub.path, f"names lab {sub.lab}, which this course has no checks for: not graded (its labs: "
+                             f"{', '.join(labs)})") for sub in found if sub.lab not in labs]
+    kept = _one_per_lab([sub for sub in found if sub.lab in labs], notes)
     return Intake(kept, sorted(notes, key=lambda note: str(note.path)))
 
 
