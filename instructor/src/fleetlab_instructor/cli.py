@@ -49,10 +49,10 @@ Learner ids: a notebook is <learner>_<NN>_<lab>.ipynb (alice_01_at_least_once.ip
 or <NN>_<lab>.ipynb in a folder named for its learner (alice/01_at_least_once.ipynb,
 h.o@example.org/01_at_least_once.ipynb: any name a hub allows); NN is its lab. The
 folder names a notebook's owner, whatever its file is named. One file never stops
-the batch: a notebook that names no learner or lab (Untitled.ipynb), a second one of
-a lab for one learner (a Jupyter -Copy1 among them), a folder inside a learner's
-folder, a link or a FIFO is left out, and said in a note; a notebook that is not
-UTF-8 JSON is its owner's error row.
+the batch: a notebook that names no learner or lab (Untitled.ipynb) or a lab the course
+lacks, a second one of a lab for one learner (a Jupyter -Copy1 among them), a folder
+inside a learner's folder, a link or a FIFO is left out, and said in a note; a notebook
+that is not UTF-8 JSON is its owner's error row.
 
 The gradebook (Canvas's gradebook CSV layout): a header row (learner, one column per
 check of the labs handed in, total), a 'Points Possible' row of the grader's own
