@@ -247,11 +247,11 @@ def _become_kernel(connection: socket.socket, request: Mapping, streams: Sequenc
             os.close(stream)
         os.setsid()
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        del sys.path[0]  # the template's folder, put there by `-m`; ipykernel_launcher drops it too
         connection_file = _seal_kernel(connection, request) if sealed else request["connection_file"]
         os.environ.clear()
         os.environ.update(request["env"])
         os.chdir(request["cwd"])
-        del sys.path[0]  # the template's folder, put there by `-m`; ipykernel_launcher drops it too
         sys.argv = [sys.executable, "-f", connection_file]
         _reseed()
         threading.Thread(target=_die_with_launcher, args=(connection,), daemon=True).start()

@@ -53,7 +53,7 @@ from fleetlab_instructor.checks import full_check, full_checks
 from fleetlab_instructor.grading.demos import cells_to_skip
 from fleetlab_instructor.grading.judging import JudgeServer, Verdicts, judge_answers
 from fleetlab_instructor.grading.environment import kernel_env, measure_graded_backend, share_fidelity_tables
-from fleetlab_instructor.grading.submissions import lab_of
+from fleetlab_instructor.grading.submissions import Unreadable, lab_of, read_notebook
 
 CHECK_CALL = re.compile(r"""\bcheck\(\s*["'](\d\d\.[a-z0-9][a-z0-9_-]*)["']""")
 SCORED = (CheckStatus.PASS, CheckStatus.FAIL)  # a fail keeps the points of the cases it passed
@@ -128,7 +128,7 @@ class Job:
     """
 
     name: str
-    text: str
+    text: str | Unreadable
     limits: Limits
     start_kernel: Callable[[NotebookNode], Any]
     judge: Judge
@@ -150,6 +150,9 @@ def prepare(job: Job) -> None:
     Each check and its maximum come from the grader's own registry; a called
     check it does not know keeps no maximum and scores nothing.
     """
+    if isinstance(job.text, Unreadable):
+        job.errors.append(str(job.text))
+        return
     try:
         nb = nbformat.reads(job.text, as_version=4)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -330,7 +333,7 @@ def grade_notebooks(
         raise sandbox.SandboxUnavailable(f"learner code cannot be sealed here: {why}. Grade on Linux with user "
                                          "namespaces, or pass --unsandboxed for notebooks you trust")
     keep_memory_private()  # no learner's code, in a kernel or an answer's process, can write into the grader
-    texts = [path.read_text(encoding="utf-8") for path in paths]
+    texts = [read_notebook(path) for path in paths]  # the text, or why it is no notebook (submissions.Unreadable)
     rows: list[GradeRow | None] = [None] * len(paths)
     with tempfile.TemporaryDirectory(prefix="fleetlab-grade-") as root:
         shared_cache = Path(root, "shared")
