@@ -1,0 +1,251 @@
+"""An answer that calls the library function implementing its own exercise earns nothing for that check.
+
+A check names those functions (``register(implemented_by=...)``, dotted
+paths). They are recognised by their code objects, so an alias, a lazy
+import inside the answer or a wrapper around them is caught as surely as a
+direct call: a profile hook (``sys.setprofile`` in the thread that runs the
+answer, ``threading.setprofile`` for the threads started meanwhile) notes
+every call of one of those code objects.
+
+Where the hook is on: in the notebook only while the harness calls the
+answer (``Watch.wrap``), so the harness itself may use the library; in the
+grader's answer process, where nothing but the answer's code runs, for the
+whole life of the process, reset each time an answer is loaded there
+(``watch_answer_process``, ``expect``, ``taken``).
+
+An answer that is data (a pattern dict) was computed before any case ran:
+there the notebook cells that define it are read (``called_in_cells``).
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import functools
+import importlib
+import inspect
+import sys
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from types import CodeType
+from typing import Any
+
+from fleetlab.course.grading.registry import Check
+from fleetlab.course.grading.remote import process_of
+from fleetlab.course.grading.results import CheckResult, refused
+
+
+def diagnosis(names: Sequence[str]) -> str:
+    """What the learner reads when the answer called ``names``."""
+    listed = " and ".join(f"`{name}`" for name in names)
+    which = "the library's own answer to it" if len(names) == 1 else "the library's own answers to it"
+    return (f"this exercise asks for your own code, and your answer calls {listed}, {which}, so it scores "
+            "nothing; write the logic yourself (the library's version is there to compare with once yours passes)")
+
+
+def refused_shortcut(check: Check, names: Sequence[str], *, graded: bool) -> CheckResult:
+    """The verdict on an answer that called ``names`` (implementing functions of ``check``): nothing scored."""
+    return refused(check, diagnosis(names), graded=graded)
+
+
+@functools.lru_cache(maxsize=None)
+def _resolved(paths: tuple[str, ...]) -> Mapping[CodeType, str]:
+    codes: dict[CodeType, str] = {}
+    for path in paths:
+        codes[_code_of(path)] = path
+    return codes
+
+
+def implementing(check: Check) -> Mapping[CodeType, str]:
+    """The code objects of the functions ``check`` declares ``implemented_by``, each to its dotted path."""
+    return _resolved(check.implemented_by)
+
+
+def _code_of(path: str) -> CodeType:
+    """The code object of the function, method or property at dotted ``path``; LookupError when there is none."""
+    parts = path.split(".")
+    for split in range(len(parts) - 1, 0, -1):
+        try:
+            target: Any = importlib.import_module(".".join(parts[:split]))
+        except ModuleNotFoundError:
+            continue
+        for name in parts[split:]:
+            target = inspect.getattr_static(target, name, None)
+        target = getattr(target, "__func__", getattr(target, "fget", target))  # a class- or staticmethod, a property
+        code = getattr(inspect.unwrap(target), "__code__", None) if target is not None else None
+        if isinstance(code, CodeType):
+            return code
+        break
+    raise LookupError(f"implemented_by names {path!r}, which is no function of the library")
+
+
+# --- the watch ------------------------------------------------------------------------------------------------------
+
+
+class Watch:
+    """The implementing functions of one check that the answer's code called while watched (``hits``, in order)."""
+
+    def __init__(self, codes: Mapping[CodeType, str]) -> None:
+        self._codes = {id(code): name for code, name in codes.items()}
+        self._keep = tuple(codes)  # the ids above stay theirs
+        self.hits: list[str] = []
+
+    def saw(self, frame: Any, event: str, arg: Any) -> None:
+        """A profile hook: note a call of one of the watched code objects."""
+        if event == "call":
+            name = self._codes.get(id(frame.f_code))
+            if name is not None and name not in self.hits:
+                self.hits.append(name)
+
+    def wrap(self, answer: Any) -> Any:
+        """``answer`` watched while it is called; itself when nothing is watched, it is no function, or it runs in
+        another process (its own watch is there)."""
+        if not self._codes or not callable(answer) or isinstance(answer, type) or process_of(answer) is not None:
+            return answer
+
+        @functools.wraps(answer)
+        def watched(*args: Any, **kwargs: Any) -> Any:
+            with _watching(self):
+                return answer(*args, **kwargs)
+
+        return watched
+
+
+_active: list[Watch] = []
+_active_guard = threading.Lock()
+_threads_before: list[Any] = [None]  # the new threads' profile hook before the first watch began
+
+
+def _started_meanwhile(frame: Any, event: str, arg: Any) -> None:
+    for watch in tuple(_active):
+        watch.saw(frame, event, arg)
+
+
+@contextlib.contextmanager
+def _watching(watch: Watch) -> Iterator[None]:
+    """Watch this thread, and every thread started until the block ends, for ``watch``."""
+    before = sys.getprofile()
+    with _active_guard:
+        if not _active:
+            _threads_before[0] = threading.getprofile()
+            threading.setprofile(_started_meanwhile)
+        _active.append(watch)
+    sys.setprofile(watch.saw)
+    try:
+        yield
+    finally:
+        sys.setprofile(before)
+        with _active_guard:
+            _active.remove(watch)
+            if not _active:
+                threading.setprofile(_threads_before[0])
+
+
+# --- in the grader's answer process -----------------------------------------------------------------------------------
+
+_process_watch = Watch({})
+
+
+def watch_answer_process() -> None:
+    """Watch this thread and every thread started from now on (the answer process, before it serves a call)."""
+    threading.setprofile(_process_hook)
+    sys.setprofile(_process_hook)
+
+
+def _process_hook(frame: Any, event: str, arg: Any) -> None:
+    _process_watch.saw(frame, event, arg)
+
+
+def expect(implemented_by: tuple[str, ...]) -> None:
+    """From now on, note the calls of the ``implemented_by`` functions (and forget what was noted)."""
+    global _process_watch
+    _process_watch = Watch(_resolved(implemented_by))
+
+
+def taken() -> list[str]:
+    """The implementing functions called since the last ``expect``."""
+    return list(_process_watch.hits)
+
+
+# --- an answer that is data: the cells that define it ---------------------------------------------------------------
+
+
+def called_in_cells(check: Check, namespace: Mapping[str, Any]) -> list[str]:
+    """The implementing functions of ``check`` that the notebook's cells defining its data answer call.
+
+    The cells are IPython's history (``In`` in ``namespace``), from the last
+    one that binds the answer's name on, each that mentions the name; a call
+    counts when what it calls, looked up in ``namespace``, is an implementing
+    function or a notebook function that names one.
+    """
+    codes = implementing(check)
+    cells = namespace.get("In")
+    if not (check.answer and codes and isinstance(cells, list)):
+        return []
+    found: list[str] = []
+    for tree in _defining_cells(cells, check.answer):
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                for code in _codes_reached(_callee(node.func, namespace)):
+                    if code in codes and codes[code] not in found:
+                        found.append(codes[code])
+    return found
+
+
+def _defining_cells(cells: list[Any], name: str) -> list[ast.AST]:
+    trees = []
+    for source in cells:
+        with contextlib.suppress(SyntaxError, ValueError, TypeError):
+            trees.append(ast.parse(source))
+    binding = [index for index, tree in enumerate(trees) if _binds(tree, name)]
+    if not binding:
+        return []
+    return [tree for tree in trees[binding[-1]:] if any(isinstance(node, ast.Name) and node.id == name
+                                                         for node in ast.walk(tree))]
+
+
+def _binds(tree: ast.AST, name: str) -> bool:
+    return any(isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store)
+               for node in ast.walk(tree))
+
+
+def _callee(node: ast.expr, namespace: Mapping[str, Any]) -> Any:
+    """What ``node`` names: a notebook name, or an attribute of a module or class it names (nothing is run)."""
+    if isinstance(node, ast.Name):
+        return namespace.get(node.id)
+    if isinstance(node, ast.Attribute):
+        base = node.value.func if isinstance(node.value, ast.Call) else node.value  # Class(...).method(): the class
+        owner = _callee(base, namespace)
+        if inspect.ismodule(owner) or inspect.isclass(owner):
+            with contextlib.suppress(AttributeError):
+                return inspect.getattr_static(owner, node.attr)
+    return None
+
+
+def _codes_reached(value: Any, depth: int = 2) -> list[CodeType]:
+    """The code of ``value`` (a function), and of the functions a notebook function names (directly or as a
+    module's attribute), ``depth`` levels down."""
+    value = getattr(value, "__func__", value)
+    code = getattr(inspect.unwrap(value), "__code__", None) if callable(value) else None
+    if not isinstance(code, CodeType):
+        return []
+    reached = [code]
+    if depth and inspect.isfunction(value) and value.__module__ == "__main__":
+        names: set[str] = set()
+        stack = [code]
+        while stack:
+            current = stack.pop()
+            names.update(current.co_names)
+            stack += [const for const in current.co_consts if inspect.iscode(const)]
+        for name in sorted(names & value.__globals__.keys()):
+            named = value.__globals__[name]
+            if inspect.ismodule(named):
+                reached += [found for attribute in sorted(names) if (found := _code_in(named, attribute))]
+            else:
+                reached += _codes_reached(named, depth - 1)
+    return reached
+
+
+def _code_in(module: Any, name: str) -> CodeType | None:
+    value = getattr(inspect.getattr_static(module, name, None), "__code__", None)
+    return value if isinstance(value, CodeType) else None
