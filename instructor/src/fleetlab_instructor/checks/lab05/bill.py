@@ -57,6 +57,13 @@ def _slip(name: str) -> Any:
     return lambda cpm, steps, seconds, prices: slips(Fleet("", cpm, steps, seconds, tuple(prices.items())))[name]
 
 
+def the_librarys_bill(conversations_per_minute, steps, step_seconds, prices):
+    from fleetlab.composition.scaling.capacity import capacity, daily_bill
+
+    fleet = capacity(conversations_per_minute, steps, step_seconds)
+    return fleet.in_flight_steps, sum(daily_bill(fleet, prices).values())
+
+
 WRONG_ANSWERS = (
     WrongAnswer("per conversation, not per step", _slip("conversations"), "grow with steps, not users"),
     WrongAnswer("steps per minute x step seconds", _slip("per-minute"), "60 times too many"),
@@ -68,6 +75,8 @@ WRONG_ANSWERS = (
     WrongAnswer("the bill only", lambda cpm, steps, seconds, prices: 26.19, "return two numbers"),
     WrongAnswer("the seed's fleet, hard-coded", lambda cpm, steps, seconds, prices: (11_250, 26.19),
                 "steps in flight"),
+    WrongAnswer("the library's capacity and daily_bill", the_librarys_bill,
+                "calls `fleetlab.composition.scaling.capacity.capacity`"),
 )
 
 SIDE = InstructorSide("05.bill", hidden=HIDDEN, reference=reference_bill,
