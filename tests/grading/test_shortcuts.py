@@ -142,17 +142,23 @@ def test_a_pattern_built_by_the_implementing_function_under_any_name_is_read_in_
     helper = as_notebook_function("def build():\n    return replay.excluding_replays(COMPLETED_STEPS)\n",
                                   {"replay": replays, "COMPLETED_STEPS": COMPLETED_STEPS})
     through_helper = notebook("def build(): ...", "billing_pattern = build()", build=helper["build"])
-    for namespace in (imported, by_module, through_helper):
+    through_a_variable = notebook("built = replay.excluding_replays(COMPLETED_STEPS)", "billing_pattern = built",
+                                  replay=replays, COMPLETED_STEPS=COMPLETED_STEPS,
+                                  built=replays.excluding_replays(COMPLETED_STEPS))
+    for namespace in (imported, by_module, through_helper, through_a_variable):
         assert shortcuts.called_in_cells(PATTERN, namespace) == [EXCLUDING]
 
 
-def test_a_hand_written_pattern_is_the_learners_even_after_a_library_built_one():
+def test_a_hand_written_pattern_is_the_learners_even_beside_the_librarys():
     hand_written = json.dumps(replays.excluding_replays(COMPLETED_STEPS))
     written = notebook(f"billing_pattern = {hand_written}")
     rewritten = notebook("billing_pattern = keep_out(COMPLETED_STEPS)", f"billing_pattern = {hand_written}",
                          "print(billing_pattern)", keep_out=replays.excluding_replays, COMPLETED_STEPS=COMPLETED_STEPS)
+    compared = notebook(f"billing_pattern = {hand_written}", "assert billing_pattern == keep_out(COMPLETED_STEPS)",
+                        keep_out=replays.excluding_replays, COMPLETED_STEPS=COMPLETED_STEPS)
     assert shortcuts.called_in_cells(PATTERN, written) == []
     assert shortcuts.called_in_cells(PATTERN, rewritten) == []
+    assert shortcuts.called_in_cells(PATTERN, compared) == []
 
 
 def test_check_and_the_hand_in_refuse_a_pattern_its_cell_built_with_the_library(monkeypatch, tmp_path, answers):

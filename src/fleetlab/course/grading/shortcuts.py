@@ -171,20 +171,23 @@ def taken() -> list[str]:
 
 
 def called_in_cells(check: Check, namespace: Mapping[str, Any]) -> list[str]:
-    """The implementing functions of ``check`` that the notebook's cells defining its data answer call.
+    """The implementing functions of ``check`` that the notebook's cells call to build its data answer.
 
-    The cells are IPython's history (``In`` in ``namespace``), from the last
-    one that binds the answer's name on, each that mentions the name; a call
-    counts when what it calls, looked up in ``namespace``, is an implementing
-    function or a notebook function that names one.
+    The cells are IPython's history (``In`` in ``namespace``). What builds a
+    value is the statements that bind or change its name, from its last
+    binding on, and, the same way, the notebook variables those statements
+    read. A call there counts when what it calls, looked up in
+    ``namespace``, is an implementing function or a notebook function that
+    names one.
     """
     codes = implementing(check)
     cells = namespace.get("In")
     if not (check.answer and codes and isinstance(cells, list)):
         return []
+    statements = [statement for tree in _parsed(cells) for statement in _statements(tree)]
     found: list[str] = []
-    for tree in _defining_cells(cells, check.answer):
-        for node in ast.walk(tree):
+    for statement in _building(statements, check.answer, namespace):
+        for node in ast.walk(statement):
             if isinstance(node, ast.Call):
                 for code in _codes_reached(_callee(node.func, namespace)):
                     if code in codes and codes[code] not in found:
@@ -192,21 +195,71 @@ def called_in_cells(check: Check, namespace: Mapping[str, Any]) -> list[str]:
     return found
 
 
-def _defining_cells(cells: list[Any], name: str) -> list[ast.AST]:
+def _parsed(cells: list[Any]) -> list[ast.Module]:
     trees = []
     for source in cells:
         with contextlib.suppress(SyntaxError, ValueError, TypeError):
             trees.append(ast.parse(source))
-    binding = [index for index, tree in enumerate(trees) if _binds(tree, name)]
-    if not binding:
-        return []
-    return [tree for tree in trees[binding[-1]:] if any(isinstance(node, ast.Name) and node.id == name
-                                                         for node in ast.walk(tree))]
+    return trees
 
 
-def _binds(tree: ast.AST, name: str) -> bool:
-    return any(isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store)
-               for node in ast.walk(tree))
+def _statements(tree: ast.AST) -> list[ast.stmt]:
+    """The simple statements of ``tree``, in order, those inside blocks (``if``, ``for``, ``with``) included."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr)):
+            found.append(node)
+    return sorted(found, key=lambda node: (node.lineno, node.col_offset))
+
+
+def _building(statements: list[ast.stmt], name: str, namespace: Mapping[str, Any]) -> list[ast.stmt]:
+    """The statements that build ``name`` and the notebook variables they read (see ``called_in_cells``)."""
+    wanted, seen, building = [name], set(), []
+    while wanted:
+        current = wanted.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        touching = [statement for statement in statements if _changes(statement, current)]
+        bound = [index for index, statement in enumerate(touching) if _binds(statement, current)]
+        for statement in touching[bound[-1] if bound else 0:]:
+            building.append(statement)
+            wanted += [node.id for node in ast.walk(statement) if isinstance(node, ast.Name)
+                       and isinstance(node.ctx, ast.Load) and node.id in namespace
+                       and not callable(namespace[node.id]) and not inspect.ismodule(namespace[node.id])]
+    return building
+
+
+def _targets(statement: ast.stmt) -> list[ast.expr]:
+    if isinstance(statement, ast.Assign):
+        return statement.targets
+    if isinstance(statement, (ast.AnnAssign, ast.AugAssign)):
+        return [statement.target]
+    if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+        return [statement.value.func]  # name.update(...): a method that changes it
+    return []
+
+
+def _names_of(target: ast.expr) -> list[str]:
+    """The variables an assignment target (or a method call's receiver) stands on."""
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [name for item in target.elts for name in _names_of(item)]
+    while isinstance(target, (ast.Attribute, ast.Subscript, ast.Starred)):
+        target = target.value
+    return [target.id] if isinstance(target, ast.Name) else []
+
+
+def _changes(statement: ast.stmt, name: str) -> bool:
+    return any(name in _names_of(target) for target in _targets(statement))
+
+
+def _binds(statement: ast.stmt, name: str) -> bool:
+    """``name = ...`` itself, not a change of what it holds."""
+    if not isinstance(statement, (ast.Assign, ast.AnnAssign)):
+        return False
+    plain = [target for target in _targets(statement) if isinstance(target, (ast.Name, ast.Tuple, ast.List))]
+    return any(isinstance(node, ast.Name) and node.id == name for target in plain for node in ast.walk(target)
+               if not isinstance(node.ctx, ast.Load))
 
 
 def _callee(node: ast.expr, namespace: Mapping[str, Any]) -> Any:
