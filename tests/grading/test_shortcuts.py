@@ -175,6 +175,11 @@ def test_check_and_the_hand_in_refuse_a_pattern_its_cell_built_with_the_library(
     assert verdict["status"] == "fail" and verdict["diagnosis"].startswith(OWN_CODE)
 
 
+def test_the_judge_believes_a_hand_in_only_about_the_checks_own_implementing_functions(answers):
+    verdict = graded("05.bill", side_of("05.bill").reference, answers, shortcut="builtins.sum")
+    assert verdict["status"] == "pass", verdict["diagnosis"]
+
+
 # --- through the real grader ------------------------------------------------------------------------------------------
 
 

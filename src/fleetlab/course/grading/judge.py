@@ -137,10 +137,10 @@ def judge_one(check: Check, hidden: Iterable[Case], entry: Mapping[str, str] | N
         return _plain(refused_borrowed(check, loaded.detail, graded=True))
     if loaded.kind != "ok":
         return _plain(refused(check, loaded.detail, graded=True))
-    if entry.get("shortcut"):  # an answer that is data, built by a call the hand-in read in its cell
-        return _plain(shortcuts.refused_shortcut(check, entry["shortcut"].split(", "), graded=True))
+    if built_by := [name for name in entry.get("shortcut", "").split(", ") if name in check.implemented_by]:
+        return _plain(shortcuts.refused_shortcut(check, built_by, graded=True))  # data its cells built so
     result = run_check(check.with_hidden(tuple(hidden)), loaded.value, include_hidden=True, backends=backends)
-    if taken := answers.shortcuts():
+    if taken := [name for name in answers.shortcuts() if name in check.implemented_by]:
         return _plain(shortcuts.refused_shortcut(check, taken, graded=True))
     return _plain(result)
 

@@ -86,16 +86,23 @@ class Watch:
     """The implementing functions of one check that the answer's code called while watched (``hits``, in order)."""
 
     def __init__(self, codes: Mapping[CodeType, str]) -> None:
+        self._hits: dict[str, None] = {}
+        self.reset(codes)
+
+    @property
+    def hits(self) -> list[str]:
+        return list(self._hits)
+
+    def reset(self, codes: Mapping[CodeType, str]) -> None:
+        """Watch for ``codes`` from now on, and forget what was seen."""
+        self._keep = tuple(codes)  # the ids below stay theirs
         self._codes = {id(code): name for code, name in codes.items()}
-        self._keep = tuple(codes)  # the ids above stay theirs
-        self.hits: list[str] = []
+        self._hits = {}
 
     def saw(self, frame: Any, event: str, arg: Any) -> None:
         """A profile hook: note a call of one of the watched code objects."""
-        if event == "call":
-            name = self._codes.get(id(frame.f_code))
-            if name is not None and name not in self.hits:
-                self.hits.append(name)
+        if event == "call" and (name := self._codes.get(id(frame.f_code))) is not None:
+            self._hits[name] = None
 
     def wrap(self, answer: Any) -> Any:
         """``answer`` watched while it is called; itself when nothing is watched, it is no function, or it runs in
@@ -148,23 +155,18 @@ _process_watch = Watch({})
 
 def watch_answer_process() -> None:
     """Watch this thread and every thread started from now on (the answer process, before it serves a call)."""
-    threading.setprofile(_process_hook)
-    sys.setprofile(_process_hook)
-
-
-def _process_hook(frame: Any, event: str, arg: Any) -> None:
-    _process_watch.saw(frame, event, arg)
+    threading.setprofile(_process_watch.saw)
+    sys.setprofile(_process_watch.saw)
 
 
 def expect(implemented_by: tuple[str, ...]) -> None:
     """From now on, note the calls of the ``implemented_by`` functions (and forget what was noted)."""
-    global _process_watch
-    _process_watch = Watch(_resolved(implemented_by))
+    _process_watch.reset(_resolved(implemented_by))
 
 
 def taken() -> list[str]:
     """The implementing functions called since the last ``expect``."""
-    return list(_process_watch.hits)
+    return _process_watch.hits
 
 
 # --- an answer that is data: the cells that define it ---------------------------------------------------------------
