@@ -5,6 +5,7 @@ in the cells that build it."""
 import base64
 import csv
 import json
+import os
 import sys
 import threading
 
@@ -12,6 +13,8 @@ import cloudpickle
 import nbformat
 import pytest
 from fleetlab_instructor.checks import full_check, side_of
+from fleetlab_instructor.grading.sandbox import kernel_env
+from fleetlab_tools.kernel import NotebookKernel
 
 from fleetlab.cli import main
 from fleetlab.composition.scaling.capacity import daily_bill
@@ -178,6 +181,20 @@ def test_check_and_the_hand_in_refuse_a_pattern_its_cell_built_with_the_library(
 def test_the_judge_believes_a_hand_in_only_about_the_checks_own_implementing_functions(answers):
     verdict = graded("05.bill", side_of("05.bill").reference, answers, shortcut="builtins.sum")
     assert verdict["status"] == "pass", verdict["diagnosis"]
+
+
+def test_in_a_kernel_the_hand_in_reads_the_cells_that_built_the_pattern(tmp_path):
+    handed = tmp_path / "answers.json"
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in (
+        "from fleetlab.course.experiments.replay import COMPLETED_STEPS\n"
+        "from fleetlab.services.events.replay import excluding_replays as keep_out",
+        "billing_pattern = keep_out(COMPLETED_STEPS)",
+        f"from fleetlab.course.grading import session\nsession.hand_in({str(handed)!r}, {{'06.pattern': 'billing_pattern'}})",
+    )])
+    with NotebookKernel(nb, env=kernel_env(dict(os.environ), tmp_path, tmp_path / "shared"), cwd=tmp_path) as kernel:
+        runs = kernel.run_code_cells(timeout=60)
+    assert [run.status for run in runs] == ["ok"] * 3, [run.error for run in runs]
+    assert json.loads(handed.read_text())["answers"]["06.pattern"]["shortcut"] == EXCLUDING
 
 
 # --- through the real grader ------------------------------------------------------------------------------------------
