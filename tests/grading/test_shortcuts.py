@@ -214,3 +214,21 @@ def test_the_grader_scores_a_lazily_imported_library_call_nothing_and_says_why(f
     assert (row["99.visibility"], row["99.dedupe"]) == ("0", "3")
     said = (feedback / "shortcut.md").read_text()
     assert OWN_CODE in said and "`fleetlab.composition.topology.visibility_for`" in said
+
+
+def test_the_grader_scores_a_pattern_built_by_the_library_nothing_and_a_hand_written_one_in_full(tmp_path):
+    cells = {"built": "billing_pattern = keep_out(COMPLETED_STEPS)",
+             "written": f"billing_pattern = {replays.excluding_replays(COMPLETED_STEPS)!r}"}
+    for learner, source in cells.items():
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+            "from fleetlab.course.experiments.replay import COMPLETED_STEPS\n"
+            "from fleetlab.services.events.replay import excluding_replays as keep_out"), nbformat.v4.new_code_cell(source)])
+        nbformat.write(nb, tmp_path / f"{learner}_06_replay_hazards.ipynb")
+    out, feedback = tmp_path / "grades.csv", tmp_path / "feedback"
+    notebooks = [str(tmp_path / f"{learner}_06_replay_hazards.ipynb") for learner in cells]
+    assert main(["grade", *notebooks, "--out", str(out), "--feedback", str(feedback)]) == 0
+    with out.open(newline="") as file:
+        rows = {row["learner"]: row["06.pattern"] for row in csv.DictReader(file) if row["learner"] in cells}
+    assert rows == {"built": "0", "written": "2"}
+    said = (feedback / "built.md").read_text()
+    assert OWN_CODE in said and f"`{EXCLUDING}`" in said
