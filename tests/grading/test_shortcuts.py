@@ -13,7 +13,6 @@ import cloudpickle
 import nbformat
 import pytest
 from fleetlab_instructor.checks import full_check, side_of
-from fleetlab_instructor.grading.sandbox import kernel_env
 from fleetlab_tools.kernel import NotebookKernel
 
 from fleetlab.cli import main
@@ -191,7 +190,8 @@ def test_in_a_kernel_the_hand_in_reads_the_cells_that_built_the_pattern(tmp_path
         "billing_pattern = keep_out(COMPLETED_STEPS)",
         f"from fleetlab.course.grading import session\nsession.hand_in({str(handed)!r}, {{'06.pattern': 'billing_pattern'}})",
     )])
-    with NotebookKernel(nb, env=kernel_env(dict(os.environ), tmp_path, tmp_path / "shared"), cwd=tmp_path) as kernel:
+    env = {**os.environ, "HOME": str(tmp_path), "FLEETLAB_HOME": str(tmp_path / ".fleetlab"), "FLEETLAB_GRADED": "1"}
+    with NotebookKernel(nb, env=env, cwd=tmp_path) as kernel:
         runs = kernel.run_code_cells(timeout=60)
     assert [run.status for run in runs] == ["ok"] * 3, [run.error for run in runs]
     assert json.loads(handed.read_text())["answers"]["06.pattern"]["shortcut"] == EXCLUDING
