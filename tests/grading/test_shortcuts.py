@@ -117,6 +117,23 @@ def test_in_the_answer_process_a_lazy_import_of_it_scores_nothing_and_the_next_a
     assert graded("05.bill", side_of("05.bill").reference, answers)["status"] == "pass"
 
 
+LIBRARYS = [(check.id, wrong) for lab in registry.shipped_labs() for check in registry.checks_of(lab)
+            for wrong in side_of(check.id).wrong_answers if wrong.name.startswith("the library's")]
+
+
+def test_each_check_that_names_its_library_functions_catalogues_the_librarys_answer():
+    function_answers = {check.id for lab in registry.shipped_labs() for check in registry.checks_of(lab)
+                        if check.implemented_by and check.function}
+    assert function_answers == {check_id for check_id, _ in LIBRARYS}
+
+
+@pytest.mark.parametrize(("check_id", "wrong"), LIBRARYS, ids=[f"{check_id}: {wrong.name}" for check_id, wrong in LIBRARYS])
+def test_the_grader_scores_each_catalogued_library_answer_nothing(check_id, wrong, answers):
+    verdict = graded(check_id, wrong.answer, answers)
+    assert verdict["status"] == "fail" and verdict["diagnosis"].startswith(OWN_CODE), verdict["diagnosis"]
+    assert wrong.expect in verdict["diagnosis"]
+
+
 # --- an answer that is data -------------------------------------------------------------------------------------------
 
 PATTERN = registry.get_check("06.pattern")
