@@ -32,7 +32,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from fleetlab.course.grading import learner
+from fleetlab.course.grading import learner, shortcuts
 from fleetlab.course.grading.remote import ENDED, Peer, RemoteFailed
 from fleetlab.course.judge import sandbox
 
@@ -89,16 +89,27 @@ class AnswerHost:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def load(self, check_id: str, pickled: str) -> Loaded:
-        """The answer to ``check_id`` rebuilt from ``pickled`` (cloudpickle, base64) in the answer process."""
+    def load(self, check_id: str, pickled: str, implemented_by: tuple[str, ...] = ()) -> Loaded:
+        """The answer to ``check_id`` rebuilt from ``pickled`` (cloudpickle, base64) in the answer process, which
+        from then on notes the calls of the ``implemented_by`` functions (``shortcuts``)."""
         try:
-            reply = self._started().request("answer", check_id, pickled, self._refuse_borrowed)
+            reply = self._started().request("answer", check_id, pickled, self._refuse_borrowed, list(implemented_by))
         except RemoteFailed as failed:
             return Loaded("unbuildable", detail=ENDED.format(why=failed))
         if not (isinstance(reply, tuple) and len(reply) == 3 and reply[0] in ("ok", "unfinished", "borrowed",
                                                                                 "unbuildable")):
             return Loaded("unbuildable", detail="the process that rebuilt your answer answered out of turn")
         return Loaded(reply[0], reply[1] if reply[0] == "ok" else None, str(reply[2]))
+
+    def shortcuts(self) -> list[str]:
+        """The library functions implementing its exercise that the last loaded answer called (``shortcuts``);
+        none when its process is gone."""
+        peer = self._peer
+        try:
+            taken = peer.request("shortcuts") if peer is not None and not peer.broken else []
+        except RemoteFailed:
+            return []
+        return [str(name) for name in taken] if isinstance(taken, list) else []
 
     def close(self) -> None:
         """Stop the answer process and the zygote. Idempotent."""
@@ -190,8 +201,9 @@ def _run_answers(fd: int, scratch: str) -> None:
         os.chdir(folder)
         os.environ["HOME"] = folder
         done = threading.Event()
-        Peer(socket.socket(fileno=fd), trusted=True, name="answer", operations={"answer": _rebuilt_answer},
-             on_broken=done.set).start()
+        shortcuts.watch_answer_process()  # before the first thread that serves a call starts
+        Peer(socket.socket(fileno=fd), trusted=True, name="answer",
+             operations={"answer": _rebuilt_answer, "shortcuts": shortcuts.taken}, on_broken=done.set).start()
         done.wait()
     except BaseException:
         code = 1
@@ -206,8 +218,10 @@ def _open_file_limit() -> int:
         return 4096
 
 
-def _rebuilt_answer(check_id: str, pickled: str, refuse_borrowed: bool) -> tuple[str, Any, str]:
+def _rebuilt_answer(check_id: str, pickled: str, refuse_borrowed: bool,
+                    implemented_by: list[str]) -> tuple[str, Any, str]:
     """``(kind, answer, detail)`` for ``Loaded``: the answer unpickled and looked at here, where it runs."""
+    shortcuts.expect(tuple(implemented_by))  # before unpickling: that runs the answer's own code too
     try:
         answer = pickle.loads(base64.b64decode(pickled.encode("ascii"), validate=True))
     except BaseException as exc:  # rebuilding runs the answer's own code: whatever it raises is the answer's

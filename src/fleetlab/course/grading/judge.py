@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
-from fleetlab.course.grading import handover, learner, registry
+from fleetlab.course.grading import handover, learner, registry, shortcuts
 from fleetlab.course.grading.answerhost import AnswerHost
 from fleetlab.course.grading.registry import Case, Check
 from fleetlab.course.grading.remote import warm_clients
@@ -134,14 +134,19 @@ def judge_one(check: Check, hidden: Iterable[Case], entry: Mapping[str, str] | N
         return {"status": str(CheckStatus.NOT_YET), "diagnosis": f"not attempted: {missing}", "cases": []}
     if "pickle" not in entry:
         return _plain(refused(check, entry.get("unpicklable", "the answer was not handed over"), graded=True))
-    loaded = answers.load(check.id, entry["pickle"])
+    loaded = answers.load(check.id, entry["pickle"], check.implemented_by)
     if loaded.kind == "unfinished":
         return _plain(not_yet(check, graded=True))
     if loaded.kind == "borrowed":
         return _plain(refused_borrowed(check, loaded.detail, graded=True))
     if loaded.kind != "ok":
         return _plain(refused(check, loaded.detail, graded=True))
-    return _plain(run_check(check.with_hidden(tuple(hidden)), loaded.value, include_hidden=True, backends=backends))
+    if built_by := [name for name in entry.get("shortcut", "").split(", ") if name in check.implemented_by]:
+        return _plain(shortcuts.refused_shortcut(check, built_by, graded=True))  # data its cells built so
+    result = run_check(check.with_hidden(tuple(hidden)), loaded.value, include_hidden=True, backends=backends)
+    if taken := [name for name in answers.shortcuts() if name in check.implemented_by]:
+        return _plain(shortcuts.refused_shortcut(check, taken, graded=True))
+    return _plain(result)
 
 
 def _plain(result: CheckResult) -> dict[str, Any]:

@@ -85,6 +85,7 @@ class Check:
     function: str = ""
     side_by_side: bool = False
     answer: str = ""
+    implemented_by: tuple[str, ...] = ()
 
     @property
     def lab(self) -> str:
@@ -150,6 +151,7 @@ def register(
     function: str = "",
     side_by_side: bool = False,
     answer: str = "",
+    implemented_by: Sequence[str] = (),
 ) -> Callable[[Harness], Harness]:
     """Decorator: register the decorated harness as check ``check_id``.
 
@@ -157,6 +159,8 @@ def register(
     not callable is then refused before any case runs. ``answer`` names the
     value the exercise asks for when it is not a function (the grader finds
     an answer by this name, or ``function``). ``side_by_side``: see ``Check``.
+    ``implemented_by`` names (dotted paths) the library functions that do what
+    the exercise asks: an answer that calls one scores nothing (``shortcuts``).
 
     ``hidden_cases`` counts the cases the grader adds (``Check.with_hidden``).
 
@@ -184,6 +188,7 @@ def register(
             function=function,
             side_by_side=side_by_side,
             answer=answer,
+            implemented_by=tuple(implemented_by),
         )
         return harness
 

@@ -140,6 +140,17 @@ RIGHT_ANSWERS = (
     RightAnswer("done counted instead of failed", _checks(lambda result: result.done > 0 and result.failed == 0)),
 )
 
+
+def the_librarys_redrive(sqs, dlq_url, queue_url, canary_size, process):
+    """The library's canary redrive on the running lab's backend (in the notebook, ``lab.backend``)."""
+    from fleetlab.course.lab import running_backend
+    from fleetlab.services.sqs.queues import WorkQueue
+    from fleetlab.services.sqs.redrive import canary_redrive
+
+    queue = WorkQueue("researcher", queue_url, "", dlq_url, "", 60, 3)
+    canary_redrive(running_backend(), queue, canary=canary_size, process=process)
+
+
 WRONG_ANSWERS = (
     WrongAnswer("everything at once, no canary", _all_at_once, "before the first process()"),
     WrongAnswer("a canary whose result is ignored", _never_checks, "failed again"),
@@ -154,6 +165,8 @@ WRONG_ANSWERS = (
                 public=False),
     WrongAnswer("a canary of five, whatever canary_size says", _hard_coded_five, "more than the canary of",
                 public=False),
+    WrongAnswer("the library's canary_redrive", the_librarys_redrive,
+                "calls `fleetlab.services.sqs.redrive.canary_redrive`"),
 )
 
 SIDE = InstructorSide("03.redrive", hidden=HIDDEN, reference=reference_canary_redrive,

@@ -167,6 +167,15 @@ RIGHT_ANSWERS = (
     RightAnswer("every known class listed, zeros included", _with_zeros),
 )
 
+
+def the_librarys_triage(sqs, dlq_url):
+    """The library's triage on the running lab's backend (in the notebook, ``lab.backend``)."""
+    from fleetlab.course.lab import running_backend
+    from fleetlab.services.sqs import dlq
+
+    return dict(dlq.triage(running_backend(), dlq_url))
+
+
 WRONG_ANSWERS = (
     WrongAnswer("deletes what it read", _deletes, "you deleted"),
     WrongAnswer("leaves what it read hidden", lambda sqs, url: Counter(_code(m) for m in _read_all(sqs, url, hide=300)),
@@ -180,6 +189,7 @@ WRONG_ANSWERS = (
     WrongAnswer("returns a list of codes", _list_of_codes, "return the counts"),
     WrongAnswer("stops at the first receive of fewer than 10", _stops_at_a_short_receive,
                 "a receive can return fewer records than it asks", public=False),
+    WrongAnswer("the library's dlq.triage", the_librarys_triage, "calls `fleetlab.services.sqs.dlq.triage`"),
 )
 
 SIDE = InstructorSide("03.triage", hidden=HIDDEN, reference=reference_triage,

@@ -61,6 +61,7 @@ def interleaved_steps(steps: int, conversations: int = 1) -> tuple[str, ...]:
     hidden_cases=4,
     timeout=40,
     side_by_side=True,
+    implemented_by=("fleetlab.services.sqs.esm.partial_batch_response",),
 )
 def check_batch(answer: Any, case: Batch, ctx: Any) -> CaseOutcome:
     """Run the learner's response builder inside the ESM on a real queue until it is empty; judge each invocation."""

@@ -70,6 +70,11 @@ class Parked(Case):
     hidden_cases=3,
     timeout=40,
     side_by_side=True,
+    implemented_by=(
+        "fleetlab.services.sqs.redrive.canary_redrive",
+        "fleetlab.services.sqs.redrive.redrive",
+        "fleetlab.services.sqs.redrive.move",
+    ),
 )
 def check_redrive(answer: Any, case: Parked, ctx: Any) -> CaseOutcome:
     """Park the steps, run the learner's redrive against recorded calls and a real process(), judge the story."""

@@ -71,6 +71,11 @@ def _records(case: Backlog) -> list[str]:
     hidden_cases=4,
     timeout=30,
     side_by_side=True,
+    implemented_by=(
+        "fleetlab.services.sqs.dlq.triage",
+        "fleetlab.services.sqs.dlq.parked",
+        "fleetlab.services.sqs.dlq.peek",
+    ),
 )
 def check_triage(answer: Any, case: Backlog, ctx: Any) -> CaseOutcome:
     """Park the backlog, run the learner's triage through a recording client, judge the counts and the DLQ after."""

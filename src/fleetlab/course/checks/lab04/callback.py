@@ -142,6 +142,7 @@ CALLBACK_SIGNATURE = "complete_task(sfn, token, work, heartbeat_seconds, clock)"
     hidden_cases=1,
     function="complete_task",
     timeout=30,
+    implemented_by=("fleetlab.services.stepfunctions.worker.answer_task",),
 )
 def check_callback(answer: Any, case: Steps, ctx: Any) -> CaseOutcome:
     problem = _signature_problem(answer, 5, CALLBACK_SIGNATURE)

@@ -83,6 +83,11 @@ def _store_test(window: float, sources: DuplicateSources, ctx: Any) -> CaseOutco
     hidden_cases=3,
     timeout=20,
     function="safe_window",
+    implemented_by=(
+        "fleetlab.services.state.window.DuplicateSources.safe_window",
+        "fleetlab.services.state.window.DuplicateSources.latest_duplicate",
+        "fleetlab.services.state.window.DuplicateSources.from_facts",
+    ),
 )
 def check_window(answer: Any, case: Setup, ctx: Any) -> CaseOutcome:
     facts = _facts(case, ctx)
