@@ -51,3 +51,31 @@ def test_the_budget_diagnosis_names_the_receives_that_fell_in_the_outage():
     first = result.cases[0].diagnosis
     assert first.startswith("3 good steps parked: with maxReceiveCount 3, conv-1-step-1 failed on receives at "
                             "+0 s, +1 min 1 s, +2 min 2 s while the provider was down (4 min)")
+
+
+def test_the_budget_diagnosis_says_the_receive_that_parks_a_step_came_after_the_outage():
+    result = run_check(get_check("03.budget"), lambda *facts: (4, 14 * 86_400))
+    assert result.cases[0].diagnosis.startswith(
+        "3 good steps parked: with maxReceiveCount 4, conv-1-step-1 failed on receives at +0 s, +1 min 1 s, "
+        "+2 min 2 s, +3 min 3 s while the provider was down (4 min); its next receive, at +4 min 4 s, came after "
+        "the outage and would have succeeded, but SQS moved it to the DLQ instead. With a retry every 1 min, up to "
+        "4 receives can fall in the outage: allow those and one more")
+
+
+def test_the_budget_diagnosis_says_when_the_parking_receive_still_fell_in_the_outage():
+    result = run_check(get_check("03.budget"), lambda *facts: (3, 14 * 86_400))
+    assert "SQS moved it to the DLQ on its next receive, at +3 min 3 s, still in the outage." in \
+        result.cases[0].diagnosis
+
+
+def test_a_redrive_that_moves_its_canary_and_fails_before_process_earns_no_case():
+    def canary_then_fails(sqs, dlq_url, queue_url, canary_size, process):
+        for message in sqs.receive_message(QueueUrl=dlq_url, MaxNumberOfMessages=canary_size).get("Messages", []):
+            sqs.send_message(QueueUrl=queue_url, MessageBody=message["Body"])
+            sqs.delete_message(QueueUrl=dlq_url, ReceiptHandle=message["ReceiptHandle"])
+        raise KeyError("Body")
+
+    result = run_check(get_check("03.redrive"), canary_then_fails)
+    killed = result.cases[2]
+    assert killed.name.startswith("the redrive is killed moving the rest")
+    assert (killed.status, killed.diagnosis.startswith("your code raised KeyError")) == (CheckStatus.FAIL, True)

@@ -157,10 +157,16 @@ def _parked_good_work(case: Facts, max_receive_count: int, run: _Outage) -> str:
     receives = run.failed_receives.get(first, [])
     when = ", ".join(f"+{duration(round(at))}" for _, at in receives) or "never"
     failing = math.ceil(case.outage_seconds / case.retry_seconds)
+    last = receives[-1][1] if receives else 0.0
+    next_receive = last + case.retry_seconds + 1  # the harness polls once a visibility timeout and a second
+    after_outage = next_receive >= case.outage_seconds
+    parked = (f"its next receive, at +{duration(round(next_receive))}, came after the outage and would have "
+              "succeeded, but SQS moved it to the DLQ instead" if after_outage else
+              f"SQS moved it to the DLQ on its next receive, at +{duration(round(next_receive))}, still in the outage")
     return (f"{len(run.parked_good)} good steps parked: with maxReceiveCount {max_receive_count}, {first} failed on "
-            f"receives at {when} while the provider was down ({duration(case.outage_seconds)}), and SQS parked it on the "
-            f"next receive, before the outage ended. With a retry every {duration(case.retry_seconds)}, up to {failing} "
-            f"receives can fall in the outage: allow those and one more")
+            f"receives at {when} while the provider was down ({duration(case.outage_seconds)}); {parked}. With a "
+            f"retry every {duration(case.retry_seconds)}, up to {failing} receives can fall in the outage: allow "
+            "those and one more")
 
 
 def _too_short(case: Facts, retention: float) -> str:
