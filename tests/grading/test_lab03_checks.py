@@ -79,3 +79,31 @@ def test_a_redrive_that_moves_its_canary_and_fails_before_process_earns_no_case(
     killed = result.cases[2]
     assert killed.name.startswith("the redrive is killed moving the rest")
     assert (killed.status, killed.diagnosis.startswith("your code raised KeyError")) == (CheckStatus.FAIL, True)
+
+
+def test_the_batch_diagnosis_names_the_event_source_mapping_as_the_lab_does():
+    result = run_check(get_check("03.batch"), lambda event, process, fifo: [])
+    diagnosis = result.cases[0].diagnosis
+    assert "your function returned [], not {'batchItemFailures': [...]}: the event source mapping cannot read it" \
+        in diagnosis
+    assert "ESM" not in diagnosis
+
+
+def test_a_triage_that_never_asks_for_attributes_is_told_where_error_code_comes_from():
+    def no_attributes(sqs, url):
+        held = []
+        while batch := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=60).get(
+                "Messages", []):
+            held += batch
+        for message in held:
+            sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0)
+        counts = {}
+        for message in held:
+            code = message.get("MessageAttributes", {}).get("ERROR_CODE", {}).get("StringValue", "UNKNOWN")
+            counts[code] = counts.get(code, 0) + 1
+        return counts
+
+    diagnosis = run_check(get_check("03.triage"), no_attributes).cases[0].diagnosis
+    assert "pass MessageAttributeNames=['All'] (ERROR_CODE is one of the message attributes the pipeline set " \
+           "when it parked the step)" in diagnosis
+    assert "system" not in diagnosis

@@ -192,11 +192,11 @@ def _judge_crash(crashed_after: str, steps: list[str], journal: _Journal, in_dlq
     if lost:
         more = f" (and {len(lost) - 1} more)" if len(lost) > 1 else ""
         return CaseOutcome(False, f"your redrive was killed moving the rest, right after a {crashed_after}, between "
-                                  f"a move's two calls, and {lost[0]}{more} is gone: deleted from the DLQ and never sent to the "
-                                  "queue. Send each message to the queue first and delete it from the DLQ after: a "
+                                  f"a move's two calls, and {lost[0]}{more} is gone: deleted from the DLQ and never "
+                                  "sent to the queue. Send each message to the queue first and delete it from the DLQ after: a "
                                   "crash in between then leaves a copy in both, and the idempotent worker absorbs the "
                                   "duplicate. SQS delivers at least once, so AWS's rule holds for every consumer: "
                                   "delete a message only once what it asks for is done")
     both = sum(1 for trace in parked if journal.ledger.count(trace))
-    return CaseOutcome(True, f"killed moving the rest, right after a {crashed_after}: no step lost (steps that ran and are "
-                             f"back in the DLQ too: {both}, duplicates the idempotent worker absorbs)")
+    return CaseOutcome(True, f"killed moving the rest, right after a {crashed_after}: no step lost (steps that ran "
+                             f"and are back in the DLQ too: {both}, duplicates the idempotent worker absorbs)")

@@ -174,7 +174,8 @@ def _miscounted(counts: Counter, expected: Counter, log: CallLog, budget: _Budge
                 "until you are done (a VisibilityTimeout of a minute), then put it all back")
     if not any(_asks_attributes(call.params) for call in receives) and (counts.get(UNKNOWN) or total):
         return (f"{said}: ReceiveMessage returns message attributes only when asked: pass "
-                "MessageAttributeNames=['All'] (ERROR_CODE is a message attribute, not a system one)")
+                "MessageAttributeNames=['All'] (ERROR_CODE is one of the message attributes the pipeline set when "
+                "it parked the step)")
     if got < total and budget.short:
         return (f"{said}: you read {got} of the {total} records; a receive can return fewer records than it asks "
                 "for while more wait (SQS samples its servers), so only a receive that returns none means done")
