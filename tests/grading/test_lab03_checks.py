@@ -107,3 +107,27 @@ def test_a_triage_that_never_asks_for_attributes_is_told_where_error_code_comes_
     assert "pass MessageAttributeNames=['All'] (ERROR_CODE is one of the message attributes the pipeline set " \
            "when it parked the step)" in diagnosis
     assert "system" not in diagnosis
+
+
+def test_a_triage_that_reads_message_attributes_every_record_has_is_told_which_records_lack_them():
+    def trusts_every_record(sqs, url):
+        counts = {}
+        while batch := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, MessageAttributeNames=["All"],
+                                           VisibilityTimeout=60).get("Messages", []):
+            for message in batch:
+                code = message["MessageAttributes"]["ERROR_CODE"]["StringValue"]
+                counts[code] = counts.get(code, 0) + 1
+        return counts
+
+    diagnosis = run_check(get_check("03.triage"), trusts_every_record).cases[0].diagnosis
+    assert diagnosis.startswith("your code raised KeyError: 'MessageAttributes' (in trusts_every_record, line ")
+    assert diagnosis.endswith(": a record SQS moved to the DLQ itself (after maxReceiveCount receives) carries no "
+                              "message attributes, so it has no MessageAttributes key; count it as UNKNOWN: "
+                              "message.get('MessageAttributes', {})")
+
+
+def test_a_dlq_retention_given_in_minutes_is_told_to_give_seconds():
+    diagnosis = run_check(get_check("03.budget"), lambda *facts: (5, 7 * 24 * 60)).cases[0].diagnosis
+    assert "On a standard queue like this one, SQS counts its age from when it was first sent" in diagnosis
+    assert diagnosis.endswith("keep at least 7 d; read as minutes, 10080 would be right: give seconds "
+                              "(10080 minutes = 604,800 s)")
