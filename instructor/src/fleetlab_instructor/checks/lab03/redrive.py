@@ -132,6 +132,11 @@ def _hard_coded_five(sqs, dlq_url, queue_url, canary_size, process):
         _moves(sqs, dlq_url, queue_url, None)
 
 
+def _canary_then_fails(sqs, dlq_url, queue_url, canary_size, process):
+    _moves(sqs, dlq_url, queue_url, canary_size)
+    raise RuntimeError("the canary's queue URL was wrong")
+
+
 RIGHT_ANSWERS = (
     RightAnswer("batch send and batch delete, a count check", _in_batches),
     RightAnswer("growing canaries, attributes kept", _growing_canaries),
@@ -160,7 +165,9 @@ WRONG_ANSWERS = (
     WrongAnswer("sends without deleting", _loose(delete=False), "a copy of it is still in the DLQ"),
     WrongAnswer("deletes without sending", _loose(send=False), "is gone"),
     WrongAnswer("deletes from the DLQ, then sends (a crash in between loses the step)", _loose(delete_first=True),
-                "killed right after its first delete_message, between a move's two calls"),
+                "killed moving the rest, right after a delete_message, between a move's two calls"),
+    WrongAnswer("moves the canary, then fails before process() (the crash case no longer passes it)",
+                _canary_then_fails, "your code raised RuntimeError"),
     WrongAnswer("goes on when anything was done", _checks(lambda result: result.done > 0), "failed again",
                 public=False),
     WrongAnswer("a canary of five, whatever canary_size says", _hard_coded_five, "more than the canary of",

@@ -16,6 +16,7 @@ from fleetlab.backends.resources import Resources
 from fleetlab.composition.topology import DAY, IDEMPOTENCY_KEYS
 from fleetlab.core.clock import library_clock
 from fleetlab.core.errors import InvalidInput
+from fleetlab.course.checks import hints
 from fleetlab.course.experiments.replay import COMPLETED_STEPS, configuration_facts
 from fleetlab.course.grading.registry import Case, CaseOutcome, register
 from fleetlab.course.grading.values import duration, seconds
@@ -95,6 +96,11 @@ def check_window(answer: Any, case: Setup, ctx: Any) -> CaseOutcome:
         window = seconds(answer(facts), returned_by="safe_window", example="1_000_000")
     except InvalidInput as problem:
         return CaseOutcome(False, str(problem))
+    except TypeError as exc:
+        said = hints.explained_error(exc, __file__, lambda error: _a_string_from_sqs(error, facts))
+        if not said:
+            raise
+        return CaseOutcome(False, said)
     if window == 0:
         return CaseOutcome(False, "safe_window returned 0; return a positive number of seconds")
     sources = DuplicateSources.from_facts(facts)
@@ -105,6 +111,14 @@ def check_window(answer: Any, case: Setup, ctx: Any) -> CaseOutcome:
                                   f"stay within twice that plus a day ({duration(limit)})")
     failed = _store_test(window, sources, ctx)
     if failed is not None:
-        return failed
+        return CaseOutcome(False, failed.diagnosis + hints.unit_slip(window, sources.latest_duplicate, limit))
     return CaseOutcome(True, f"{duration(window)} covers the last possible duplicate, "
                              f"{duration(sources.latest_duplicate)} after the first run")
+
+
+def _a_string_from_sqs(exc: BaseException, facts: dict[str, Any]) -> str:
+    if not hints.added_a_string(exc):
+        return ""
+    kept = facts["queue"]["MessageRetentionPeriod"]
+    return (f"the queue's attributes come as strings, as SQS returns them (facts['queue']['MessageRetentionPeriod'] "
+            f"is {kept!r}, not {kept}): convert it with int() before adding it to a number")
