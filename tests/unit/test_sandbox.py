@@ -8,6 +8,7 @@ import resource
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from pathlib import Path
 
@@ -97,3 +98,40 @@ def test_the_learners_view_holds_no_search_path_that_reaches_the_instructor_or_t
     for refused in ("/", tempfile.gettempdir(), str(REPO), str(REPO / "instructor" / "src")):
         assert refused not in view.read_only
     assert any(path.endswith(".dist-info") and "instructor" in path for path in view.hidden)
+
+
+def test_a_sandbox_that_forks_to_its_limit_leaves_another_its_own():
+    """Processes are counted per sandbox (a uid of its own under a root caller, a user namespace of its own
+    under an ordinary one): one learner's fork bomb never starves another's kernel."""
+    def forks(count):
+        made = 0
+        for _ in range(count):
+            try:
+                if os.fork() == 0:
+                    time.sleep(30)
+                    os._exit(0)
+            except OSError:
+                break
+            made += 1
+        return made
+
+    limits = sandbox.Limits(processes=20)
+    read, write = os.pipe()
+    bomb = os.fork()
+    if bomb == 0:  # a sandbox that forks past its limit and holds its children while the other forks
+        os.close(read)
+        sandbox.seal(sandbox.learner_view(), limits)
+        os.write(write, json.dumps(forks(100)).encode() + b"\n")  # its children hold the pipe: a line, not EOF
+        os.close(write)
+        time.sleep(30)
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as said:
+        bombed = json.loads(said.readline() or b"null")
+    try:
+        other = sealed(lambda: forks(15), sandbox.learner_view(), limits)
+    finally:
+        os.kill(bomb, 15)  # the warden passes it on: the bomb's namespace ends, its children with it
+        os.waitpid(bomb, 0)
+    assert bombed is not None and bombed < 20  # its limit stopped it
+    assert other["said"] == 15  # and the other sandbox forked all it asked for meanwhile
