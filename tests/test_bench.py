@@ -185,3 +185,16 @@ def test_the_chaos_day_bench_reports_its_counts_and_holds_every_invariant():
     assert figures["accepted"] == 40 and figures["lost"] == figures["duplicated"] == figures["hung"] == 0
     assert figures["parked"] == 5 and figures["traced"] == 40 and figures["api_calls_per_step"] > 0
     assert result["rows"][0]["goal"] == "" and result["rows"][0]["met"] is None  # the 60 s goal is for 10,000 steps
+
+
+def test_the_machines_cpu_counts_a_child_process_that_getrusage_of_ours_would_not_see():
+    import subprocess
+    import sys
+
+    from fleetlab_instructor.bench.notebooks import machine_cpu_seconds
+
+    before = machine_cpu_seconds()
+    spin = subprocess.Popen([sys.executable, "-c", "import time\nend = time.process_time() + 1\n"
+                             "while time.process_time() < end: pass"], start_new_session=True)
+    spin.wait(timeout=60)
+    assert machine_cpu_seconds() - before >= 0.9  # the child's second of CPU, whoever else ran meanwhile

@@ -1,14 +1,16 @@
-"""deploy/grading/job.yaml: a valid batch/v1 indexed Job whose pods grade shards 1/N..N/N, each to its own CSV.
+"""deploy/grading/: a valid batch/v1 indexed Job whose pods grade shards 1/N..N/N of one run, and the merge of them.
 
 The manifest is validated against the Kubernetes JSON schemas that the
 ``kubernetes-validate`` package bundles (nothing is downloaded); each pod's
-shell command is run with a stand-in ``fleetlab`` that prints its arguments,
-which the real ``grade`` command then parses.
+shell command, and the README's merge command, is run with a stand-in
+``fleetlab`` that prints its arguments, which the real ``grade`` and
+``gradebook merge`` commands then parse.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import stat
 import subprocess
 from pathlib import Path
@@ -16,11 +18,13 @@ from pathlib import Path
 import kubernetes_validate
 import pytest
 import yaml
+from fleetlab_instructor.grading.gradebook import shard_path
 from fleetlab_instructor.grading.submissions import Shard
 
 from fleetlab.cli import build_cli
 
 MANIFEST = Path(__file__).resolve().parents[1] / "deploy" / "grading" / "job.yaml"
+README = MANIFEST.with_name("README.md")
 OLDEST = "1.33.0"  # backoffLimitPerIndex and maxFailedIndexes are GA from Kubernetes 1.33
 
 
@@ -63,25 +67,47 @@ def test_the_job_is_indexed_and_its_shard_count_is_its_completions():
     assert mounts == {"/submissions": True, "/grades": False}
 
 
-def test_each_pod_grades_its_own_shard_into_its_own_gradebook(tmp_path):
-    stand_in = tmp_path / "fleetlab"
-    stand_in.write_text('#!/bin/sh\nfor arg in "$@"; do printf "%s\\n" "$arg"; done\n')
-    stand_in.chmod(stand_in.stat().st_mode | stat.S_IXUSR)
-    pod = container(job())
-    shards = int(next(var["value"] for var in pod["env"] if var["name"] == "SHARDS"))
+def pod_env() -> dict[str, str]:
+    return {var["name"]: var["value"] for var in container(job())["env"]}
+
+
+def stand_in(folder: Path) -> dict[str, str]:
+    """An environment whose ``fleetlab`` prints its arguments, one a line."""
+    fake = folder / "fleetlab"
+    fake.write_text('#!/bin/sh\nfor arg in "$@"; do printf "%s\\n" "$arg"; done\n')
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    return {"PATH": f"{folder}{os.pathsep}/usr/bin:/bin"}
+
+
+def test_each_pod_grades_its_own_shard_of_the_run_into_the_runs_folder(tmp_path):
+    pod, env = container(job()), pod_env()
+    shards, run = int(env["SHARDS"]), env["RUN"]
     grade = build_cli().commands["grade"]
     seen_shards, seen_outs = [], set()
     for index in range(job()["spec"]["completions"]):
-        env = {"PATH": f"{tmp_path}{os.pathsep}/usr/bin:/bin", "JOB_COMPLETION_INDEX": str(index),
-               "SHARDS": str(shards)}
-        ran = subprocess.run([*pod["command"], *pod["args"]], env=env, capture_output=True, text=True, timeout=30,
-                             check=True)
+        ran = subprocess.run([*pod["command"], *pod["args"]], capture_output=True, text=True, timeout=30, check=True,
+                             env={**stand_in(tmp_path), "JOB_COMPLETION_INDEX": str(index), "SHARDS": str(shards),
+                                  "RUN": run})
         argv = ran.stdout.splitlines()
         assert argv[0] == "grade"
         context = grade.make_context("grade", argv[1:])
-        assert context.params["paths"] == (Path("/submissions"),)
+        assert context.params["paths"] == (Path("/submissions"),) and context.params["run"] == run
         seen_shards.append(context.params["shard"])
         seen_outs.add(context.params["out"])
-        assert context.params["feedback"] == Path("/grades/feedback")
+        assert context.params["feedback"] == Path(f"/grades/{run}/feedback")
     assert seen_shards == [Shard(index, shards) for index in range(1, shards + 1)]
-    assert len(seen_outs) == shards and all(out.parent == Path("/grades") for out in seen_outs)
+    assert len(seen_outs) == shards and all(out.parent == Path(f"/grades/{run}") for out in seen_outs)
+
+
+def test_the_readmes_merge_command_names_exactly_the_shard_files_the_pods_write(tmp_path):
+    [command] = [block for block in re.findall(r"```sh\n(.*?)```", README.read_text(), re.DOTALL)
+                 if "gradebook merge" in block]
+    ran = subprocess.run(["/bin/bash", "-c", command], env=stand_in(tmp_path), capture_output=True, text=True,
+                         timeout=30, check=True)
+    argv = ran.stdout.splitlines()
+    assert argv[:2] == ["gradebook", "merge"]
+    context = build_cli().commands["gradebook"].commands["merge"].make_context("merge", argv[2:])
+    env = pod_env()
+    run, shards, folder = env["RUN"], int(env["SHARDS"]), Path(f"/grades/{env['RUN']}")
+    assert list(context.params["shards"]) == [shard_path(folder, run, Shard(i, shards)) for i in range(1, shards + 1)]
+    assert context.params["out"].parent == folder and context.params["report"].parent == folder

@@ -314,6 +314,30 @@ def test_cache_from_another_probe_set_is_ignored(
     assert table.versions["probes"] != "0ld"
 
 
+def test_a_cache_measured_before_the_observations_were_reworded_is_ignored(
+    probed: dict[str, Probed], moto_backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fleetlab.backends.fidelity import cache
+
+    current = cache._OBSERVATIONS_REVISION
+    cache._OBSERVATIONS_REVISION = current - 1
+    try:
+        earlier_fingerprint = cache._probe_set_fingerprint()
+    finally:
+        cache._OBSERVATIONS_REVISION = current
+    assert earlier_fingerprint != cache._probe_set_fingerprint()
+    earlier = replace(probed["moto"].table, versions={**probed["moto"].table.versions, "probes": earlier_fingerprint})
+    path = fidelity.cache_path(moto_backend)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(earlier.to_dict()))
+    calls, measure = stand_in_measure(probed["moto"].table.findings)
+    monkeypatch.setattr(fidelity.probes, "measure", measure)
+
+    probe(moto_backend)
+
+    assert calls == [moto_backend]
+
+
 def test_aws_is_the_reference_and_is_never_called(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FLEETLAB_HOME", str(tmp_path))
 

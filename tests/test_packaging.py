@@ -254,13 +254,9 @@ def specific(text: Any) -> bool:
 def definition_line(answer: Any) -> str | None:
     """The first line of a named answer's definition (``def name(args):``), None for what is no secret.
 
-    No secret: a lambda, a built-in, a plain value, and a building block of the library outside its
-    checks (lab 04's reference is the library's own callback worker, which check() refuses as an answer).
+    No secret: a lambda, a built-in, a plain value.
     """
     if not (inspect.isfunction(answer) or inspect.isclass(answer)) or answer.__name__ == "<lambda>":
-        return None
-    module = answer.__module__ or ""
-    if module.startswith("fleetlab.") and not module.startswith("fleetlab.course.checks."):
         return None
     lines, _ = inspect.getsourcelines(answer)
     return next(line.strip() for line in lines if line.lstrip().startswith(("def ", "async def ", "class ")))

@@ -28,10 +28,10 @@ import nbformat
 import pytest
 from fleetlab_instructor.checks import side_of
 from fleetlab_instructor.grading.assign import BEGIN, END, strip_solutions
+from fleetlab_instructor.grading.environment import kernel_env
 from fleetlab_instructor.grading.grade import Job, Limits, grade_job
 from fleetlab_instructor.grading.judging import JudgeServer, judge_answers
 from fleetlab_instructor.grading.release import TEMPLATE, learner_test_pins, template_files, write_release
-from fleetlab_instructor.grading.sandbox import kernel_env, write_kernel_startup
 from fleetlab_tools.kernel import NotebookKernel
 from test_packaging import (RUN_TIMEOUT, build_hook, definition_line, fresh_venv, pip_into, secrets_of,
                             share_dependencies, without_pythonpath)
@@ -324,7 +324,6 @@ def grade_with_library(notebook: Path, library: Path, cwd: Path, work: Path) -> 
     home, shared, judging = work / "home", work / "shared", work / "judge"
     home.mkdir(parents=True)
     judging.mkdir()
-    write_kernel_startup(shared)
     grader_env = {**os.environ, "PYTHONPATH": str(library)}
     env = kernel_env(grader_env, home, shared)
     with JudgeServer(kernel_env(grader_env, judging, shared), judging) as server:

@@ -53,7 +53,17 @@ def test_the_answer_runs_in_another_process_in_a_folder_of_its_own(host):
 
     pid, folder = loaded(host, where)()
     assert pid != os.getpid() and pid == host.pid
-    assert "fleetlab-answer-" in folder and folder != os.getcwd()
+    assert "fleetlab-answers-" in folder and folder != os.getcwd()
+
+
+def test_an_answer_process_leaves_no_folder_behind():
+    def where():
+        return os.getcwd()
+
+    with AnswerHost() as host:
+        folder = loaded(host, where)()
+        assert os.path.isdir(folder)
+    assert not os.path.exists(folder)
 
 
 def test_an_answer_forked_from_a_judge_holds_none_of_the_judges_files():
@@ -358,3 +368,43 @@ def test_a_client_arrives_as_a_real_client_and_a_modelled_error_let_through_is_t
         sqs = boto3.client("sqs", region_name="us-east-1")
         with pytest.raises(sqs.exceptions.QueueDoesNotExist):  # the harness's client's class: its own error
             loaded(host, looks_up)(sqs)
+
+
+def test_a_sealed_answer_sees_only_its_own_processes_and_no_instructors_package_and_keeps_the_judges_time():
+    from fleetlab.course.judge import sandbox
+
+    if sandbox.probe():
+        pytest.skip(f"no sandbox here: {sandbox.probe()}")
+    import importlib.util
+
+    instructor_source = importlib.util.find_spec("fleetlab_instructor").submodule_search_locations[0]  # not imported
+
+    def looks_around(clock, instructor_source):
+        import importlib.util
+        import pathlib
+
+        seen = time.time()
+        clock.sleep(900)
+        processes = sorted(int(name) for name in os.listdir("/proc") if name.isdigit())
+        writable = []
+        for folder in ("/", "/usr", os.path.dirname(os.__file__), "/tmp"):
+            try:
+                pathlib.Path(folder, "probe").write_text("x")
+                writable.append(folder)
+            except OSError:
+                pass
+        return {"pid": os.getpid(), "processes": processes, "uid": os.getuid(), "seen": seen, "after": time.time(),
+                "instructor": importlib.util.find_spec("fleetlab_instructor") is not None,
+                "source": os.path.exists(instructor_source), "writable": writable, "cwd": os.getcwd()}
+
+    clock = VirtualClock(start=1_000_000_000.0)
+    try:
+        with AnswerHost(sealed=True) as host:
+            said = loaded(host, looks_around)(clock, instructor_source)
+    finally:
+        clock.close()
+    assert said["pid"] == 2 and said["processes"] == [1, 2]  # its namespace's init, and itself
+    assert (said["instructor"], said["source"]) == (False, False)
+    assert said["writable"] == ["/tmp"] and said["cwd"] == "/tmp"
+    assert said["uid"] != 0
+    assert 1_000_000_000.0 <= said["seen"] < 1_000_000_060.0 and said["after"] >= 1_000_000_900.0

@@ -9,7 +9,7 @@ import nbformat
 import pytest
 from fleetlab_instructor.checks import full_check
 from fleetlab_instructor.grading import room as room_report
-from fleetlab_instructor.grading.sandbox import kernel_env
+from fleetlab_instructor.grading.environment import kernel_env
 from fleetlab_tools.kernel import NotebookKernel
 
 from fleetlab.cli import main

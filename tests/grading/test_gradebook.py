@@ -1,6 +1,8 @@
 """The gradebook (one row per learner, the grader's maxima, merge) and the feedback files (no hidden input)."""
 
 import csv
+import io
+import json
 import re
 from pathlib import Path
 
@@ -10,7 +12,7 @@ from fleetlab_instructor.checks.lab00 import planes
 from fleetlab_instructor.grading import gradebook
 from fleetlab_instructor.grading.feedback import FITTED, blank_out, misconception, write_feedback
 from fleetlab_instructor.grading.grade import CaseReport, CheckReport, GradeRow
-from fleetlab_instructor.grading.submissions import Submission
+from fleetlab_instructor.grading.submissions import Shard, Submission
 
 from fleetlab.cli import main
 from fleetlab.core.errors import InvalidInput
@@ -43,57 +45,128 @@ def test_maxima_and_columns_come_from_the_grader_never_from_the_notebook():
     assert book.rows == {"mal": {"00.planes": 1.0}}
 
 
-def test_a_shard_with_no_learner_writes_a_gradebook_that_merges(tmp_path):
-    empty, full = tmp_path / "empty.csv", tmp_path / "full.csv"
-    gradebook.write_csv(gradebook.build([], []), empty)
-    assert empty.read_text() == "learner,total\nPoints Possible,0\n"
-    gradebook.write_csv(gradebook.build([sub("ann", "00")], [GradeRow("a", {"00.planes": 1.0}, {}, "")]), full)
-    merged = gradebook.merge({empty: gradebook.read_csv(empty), full: gradebook.read_csv(full)})
-    assert gradebook.to_csv(merged) == full.read_text()
+def book(maxima: dict[str, float], **rows: dict[str, float | None]) -> gradebook.Gradebook:
+    return gradebook.Gradebook(maxima, dict(rows))
 
 
-def written(tmp_path, name, text):
-    path = tmp_path / name
-    path.write_text(text)
-    return path
+def test_a_shard_with_no_learner_merges(tmp_path):
+    empty = gradebook.build([], [])
+    assert gradebook.to_csv(empty) == "learner,total\nPoints Possible,0\n"
+    full = gradebook.build([sub("ann", "00")], [GradeRow("a", {"00.planes": 1.0}, {}, "")])
+    merged = gradebook.merge({Path("1"): empty, Path("2"): full})
+    assert gradebook.to_csv(merged) == gradebook.to_csv(full)
 
 
-def test_merge_refuses_one_learner_graded_differently_in_two_shards(tmp_path, capsys):
-    one = written(tmp_path, "1.csv", "learner,00.planes,total\nPoints Possible,1,1\nann,1,1\n")
-    two = written(tmp_path, "2.csv", "learner,00.planes,total\nPoints Possible,1,1\nann,0.5,0.5\n")
-    with pytest.raises(InvalidInput, match=r"'ann' has 1 for 00.planes in '.*1.csv' but 0.5 in '.*2.csv'"):
-        gradebook.merge({one: gradebook.read_csv(one), two: gradebook.read_csv(two)})
-    assert main(["gradebook", "merge", str(one), str(two), "--out", str(tmp_path / "all.csv")]) == 2
-    assert "fleetlab gradebook: learner: 'ann' has 1 for 00.planes" in capsys.readouterr().err
-    assert not (tmp_path / "all.csv").exists()
+def test_merge_refuses_one_learner_graded_differently_in_two_shards():
+    one, two = book({"00.planes": 1}, ann={"00.planes": 1}), book({"00.planes": 1}, ann={"00.planes": 0.5})
+    with pytest.raises(InvalidInput, match=r"'ann' has 1 for 00.planes in '1.json' but 0.5 in '2.json'"):
+        gradebook.merge({Path("1.json"): one, Path("2.json"): two})
 
 
-def test_merge_refuses_a_maximum_that_differs_between_shards(tmp_path):
-    one = written(tmp_path, "1.csv", "learner,00.planes,total\nPoints Possible,1,1\nann,1,1\n")
-    two = written(tmp_path, "2.csv", "learner,00.planes,total\nPoints Possible,2,2\nbob,1,1\n")
-    with pytest.raises(InvalidInput, match=r"Points Possible: 00.planes is worth 1 in '.*1.csv' but 2 in '.*2.csv'"):
-        gradebook.merge({one: gradebook.read_csv(one), two: gradebook.read_csv(two)})
+def test_merge_refuses_a_maximum_that_differs_between_shards():
+    one, two = book({"00.planes": 1}, ann={"00.planes": 1}), book({"00.planes": 2}, bob={"00.planes": 1})
+    with pytest.raises(InvalidInput, match=r"Points Possible: 00.planes is worth 1 in '1.json' but 2 in '2.json'"):
+        gradebook.merge({Path("1.json"): one, Path("2.json"): two})
 
 
-def test_merge_joins_other_learners_and_labs_and_keeps_an_agreeing_duplicate(tmp_path):
-    one = written(tmp_path, "1.csv", "learner,00.planes,total\nPoints Possible,1,1\nann,1,1\nbob,0,0\n")
-    two = written(tmp_path, "2.csv", "learner,01.x,total\nPoints Possible,2,2\nann,2,2\ncy,1.5,1.5\n")
-    three = written(tmp_path, "3.csv", "learner,00.planes,total\nPoints Possible,1,1\nbob,0,0\n")
-    merged = gradebook.merge({path: gradebook.read_csv(path) for path in (one, two, three)})
+def test_merge_joins_other_learners_and_labs_and_keeps_an_agreeing_duplicate():
+    one = book({"00.planes": 1}, ann={"00.planes": 1}, bob={"00.planes": 0})
+    two = book({"01.x": 2}, ann={"01.x": 2}, cy={"01.x": 1.5})
+    three = book({"00.planes": 1}, bob={"00.planes": 0})
+    merged = gradebook.merge({Path("1"): one, Path("2"): two, Path("3"): three})
     assert gradebook.to_csv(merged) == ("learner,00.planes,01.x,total\nPoints Possible,1,2,3\n"
                                         "ann,1,2,3\nbob,0,,0\ncy,,1.5,1.5\n")
 
 
-@pytest.mark.parametrize(("text", "says"), [
-    ("notebook,00.planes,total,error\nx.ipynb,1,1,\n", "is not a fleetlab gradebook"),
-    ("learner,00.planes,total\nann,1,1\n", "is not a fleetlab gradebook"),
-    ("learner,00.planes,total\nPoints Possible,1,1\nann,one,1\n", "row 3 of .* holds 'one', not a number"),
-    ("learner,00.planes,total\nPoints Possible,1,1\nann,1\n", "row 3 of .* has 2 cells, not 3"),
-    ("learner,00.planes,total\nPoints Possible,1,1\nann,1,1\nann,0,0\n", "two rows for learner 'ann'"),
+@pytest.mark.parametrize("learner", ["=HYPERLINK(\"http://x\")", "+1", "-2+3", "@SUM(A1)", "\tx"])
+def test_a_learner_id_a_spreadsheet_would_run_is_written_as_text(learner):
+    text = gradebook.to_csv(book({"00.planes": 1}, **{learner: {"00.planes": 1}, "ann": {"00.planes": 1}}))
+    cells = [row[0] for row in csv.reader(io.StringIO(text))]
+    assert cells == ["learner", "Points Possible", *sorted(["'" + learner, "ann"], key=lambda c: c.lstrip("'"))]
+
+
+CASES = (CaseReport("one", False, "fail", "'x' is missing"), CaseReport("", True, "pass", ""))
+
+
+def shard_file(run: str, index: int, count: int, learner: str, points: float = 1.0) -> gradebook.ShardFile:
+    graded = [(sub(learner, "00"), GradeRow(f"{learner}_00_lab.ipynb", {"00.planes": points}, {"00.planes": 1.0},
+                                            "", {"00.planes": CheckReport("fail", "'x' is missing", CASES)}))]
+    return gradebook.ShardFile(run, Shard(index, count), gradebook.build(*zip(*graded, strict=True)), graded,
+                               [f"{learner}/Untitled.ipynb: names no lab"])
+
+
+def test_a_shard_file_is_named_by_its_run_and_i_of_n_and_reads_back_whole(tmp_path):
+    part = shard_file("day1", 2, 3, "ann", 0.5)
+    path = gradebook.write_shard(part, tmp_path)
+    assert path == tmp_path / "day1.shard-2-of-3.json" and path.stat().st_mode & 0o077 == 0  # the grader's alone
+    assert gradebook.read_shard(path) == part
+
+
+@pytest.mark.parametrize(("change", "says"), [
+    ({"kind": "gradebook"}, "kind is 'gradebook'"),
+    ({"run": "../x"}, "is '../x', not a run id"),
+    ({"shard": 4}, "I must be from 1 to 3"),
+    ({"graded": [{"learner": "ann"}]}, "KeyError"),
 ])
-def test_read_refuses_what_is_not_a_gradebook(tmp_path, text, says):
-    with pytest.raises(InvalidInput, match=says):
-        gradebook.read_csv(written(tmp_path, "g.csv", text))
+def test_read_refuses_what_is_not_a_shard_file(tmp_path, change, says):
+    path = gradebook.write_shard(shard_file("day1", 2, 3, "ann"), tmp_path)
+    path.write_text(json.dumps({**json.loads(path.read_text()), **change}))
+    with pytest.raises(InvalidInput, match=re.escape(says)) as raised:
+        gradebook.read_shard(path)
+    assert raised.value.field == "SHARD" and "is not a fleetlab shard file" in str(raised.value)
+
+
+def test_merge_shards_needs_exactly_shards_1_to_n_of_one_run():
+    parts = {Path(f"{i}.json"): shard_file("day1", i, 4, learner) for i, learner in ((1, "ann"), (3, "cy"))}
+    with pytest.raises(InvalidInput, match=r"run 'day1' lacks shards 2/4 \(day1.shard-2-of-4.json\), "
+                                           r"4/4 \(day1.shard-4-of-4.json\): 2 of 4 given"):
+        gradebook.merge_shards(parts)
+    with pytest.raises(InvalidInput, match=r"'x.json' is shard 2/4 of run 'day2' but '1.json' is shard 1/4 of run "):
+        gradebook.merge_shards({**parts, Path("x.json"): shard_file("day2", 2, 4, "bob")})
+    with pytest.raises(InvalidInput, match=r"'x.json' is shard 2/3 of run 'day1'"):
+        gradebook.merge_shards({**parts, Path("x.json"): shard_file("day1", 2, 3, "bob")})
+    with pytest.raises(InvalidInput, match=r"shard 3/4 of run 'day1' is given twice: '3.json' and 'x.json'"):
+        gradebook.merge_shards({**parts, Path("x.json"): shard_file("day1", 3, 4, "zed")})
+    whole = gradebook.merge_shards({**parts, **{Path(f"{i}.json"): shard_file("day1", i, 4, f"l{i}") for i in (2, 4)}})
+    assert (whole.run, whole.shard) == ("day1", Shard(1, 1))
+    assert sorted(whole.book.rows) == ["ann", "cy", "l2", "l4"]
+    assert [s.learner for s, _ in whole.graded] == ["ann", "l2", "cy", "l4"]  # in shard order
+    assert whole.notes == sorted(f"{name}/Untitled.ipynb: names no lab" for name in ("ann", "cy", "l2", "l4"))
+
+
+def test_the_merge_command_names_a_missing_shard_and_writes_nothing(tmp_path, capsys):
+    one = gradebook.write_shard(shard_file("day1", 1, 2, "ann"), tmp_path)
+    out = tmp_path / "grades.csv"
+    assert main(["gradebook", "merge", str(one), "--out", str(out)]) == 2
+    assert "fleetlab gradebook: SHARD: run 'day1' lacks shard 2/2 (day1.shard-2-of-2.json)" in capsys.readouterr().err
+    assert not out.exists()
+    csv_file = tmp_path / "grades-1.csv"
+    csv_file.write_text("learner,00.planes,total\nPoints Possible,1,1\nmallory,1,1\n")  # a gradebook is no shard
+    assert main(["gradebook", "merge", str(one), str(csv_file), "--out", str(out)]) == 2
+    assert "is not a fleetlab shard file" in capsys.readouterr().err and not out.exists()
+    two = gradebook.write_shard(shard_file("day1", 2, 2, "bob", 0.5), tmp_path)
+    assert main(["gradebook", "merge", str(one), str(two), "--out", str(out)]) == 0
+    assert out.read_text() == "learner,00.planes,total\nPoints Possible,1,1\nann,1,1\nbob,0.5,0.5\n"
+    assert "merged run 'day1', 2 shards: 2 learners, 1 checks" in capsys.readouterr().out
+
+
+def test_the_journal_keeps_a_row_for_its_path_learner_lab_and_sha256_only(tmp_path):
+    from fleetlab_instructor.grading.journal import Journal, journal_of
+
+    ann, row = sub("ann", "00"), GradeRow("ann_00_lab.ipynb", {"00.planes": 0.5}, {"00.planes": 1.0}, "cell 2 raised",
+                                          {"00.planes": CheckReport("fail", "", CASES)})
+    journal = Journal(journal_of(tmp_path / "grades.csv"))
+    assert journal.folder == tmp_path / "grades.csv.journal" and journal.finished(ann, "abc") is None
+    journal.record(ann, "abc", row)
+    assert journal.folder.stat().st_mode & 0o077 == 0  # the grader's alone
+    assert Journal(journal.folder).finished(ann, "abc") == row
+    assert journal.finished(ann, "abd") is None  # the notebook changed since
+    assert journal.finished(Submission(ann.path, "bob", "00"), "abc") is None
+    [entry] = journal.folder.iterdir()
+    entry.write_text("{")  # not one this grader wrote: grade again
+    assert journal.finished(ann, "abc") is None
+    journal.record(ann, "abc", row)
+    assert Journal(journal.folder, restart=True).finished(ann, "abc") is None
 
 
 def test_a_failed_hidden_case_says_its_misconception_never_its_input():
@@ -165,3 +238,25 @@ def test_a_hidden_case_the_machine_was_too_busy_to_judge_asks_for_a_regrade_neve
     row = GradeRow("ann_00_orientation.ipynb", {"00.planes": 0.5}, {}, "", {"00.planes": report})
     said = feedback_text("ann", [(Submission(Path(row.notebook), "ann", "00"), row)], {"00.planes": 1.0})
     assert f"- hidden case 1: error ({MACHINE_TOO_BUSY})" in said and "fleetlab bug" not in said
+
+
+def test_a_learner_id_never_writes_feedback_outside_its_folder(tmp_path):
+    folder = tmp_path / "feedback"
+    learners = ["../escaped", "/etc/cron.d/x", "..", "h.o@example.org"]
+    subs = [sub(learner, "00") for learner in learners]
+    rows = [GradeRow("n", {}, {}, "") for _ in learners]
+    written = write_feedback(gradebook.build(subs, rows), subs, rows, folder)
+    assert sorted(path.name for path in folder.iterdir()) == sorted(path.name for path in written) == [
+        "%2E.%2Fescaped.md", "%2E..md", "%2Fetc%2Fcron.d%2Fx.md", "h.o@example.org.md"]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["feedback"]
+    assert "# Feedback for ../escaped" in (folder / "%2E.%2Fescaped.md").read_text()
+
+
+def test_the_summary_table_shows_a_learners_text_as_text():
+    from rich.console import Console
+
+    rows = [GradeRow("room/ann_00_[red]x.ipynb", {"00.planes": 1.0}, {}, "cell 3 raised KeyError: '[/y]'")]
+    console = Console(record=True, width=200)
+    console.print(gradebook.summary_table(rows, {"00.planes": 1.0}))
+    shown = console.export_text()
+    assert "ann_00_[red]x.ipynb" in shown and "KeyError: '[/y]'" in shown

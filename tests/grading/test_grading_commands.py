@@ -1,6 +1,9 @@
 """The command-line layer: progress, assign, grade, and their exit codes."""
 
+import re
+
 import nbformat
+import pytest
 from fleetlab_instructor.checks.lab00 import planes as lab00
 from nbformat.v4 import new_code_cell, new_notebook
 
@@ -34,8 +37,56 @@ def test_a_usage_problem_is_one_line_and_exit_status_2(tmp_path, capsys):
     assert "is not a folder" in capsys.readouterr().err
 
 
-def test_grading_as_root_warns_that_learners_code_could_reach_the_grader(tmp_path, capsys, monkeypatch):
-    for euid, warned in ((0, True), (1000, False)):
-        monkeypatch.setattr("os.geteuid", lambda euid=euid: euid)
-        assert main(["grade", str(tmp_path / "missing.txt")]) == 2
-        assert ("warning: grading as root" in capsys.readouterr().err) is warned
+def test_grading_unsandboxed_warns_that_the_notebooks_must_be_trusted(tmp_path, capsys):
+    for flags, warned in ((["--unsandboxed"], True), ([], False)):
+        assert main(["grade", *flags, str(tmp_path / "missing.txt")]) == 2
+        assert ("warning: grading unsandboxed" in capsys.readouterr().err) is warned
+
+
+class Killed(BaseException):
+    """The grader's process ending part-way (nothing catches it)."""
+
+
+def test_a_grader_killed_part_way_resumes_from_its_journal(tmp_path, capsys, monkeypatch):
+    from fleetlab_instructor.grading.journal import Journal
+
+    room, out = tmp_path / "room", tmp_path / "grades.csv"
+    room.mkdir()
+    for learner, answer in (("ann", repr(dict(lab00.REFERENCE))), ("bob", "...")):
+        nb = new_notebook(cells=[new_code_cell(f"planes = {answer}")])
+        nbformat.write(nb, room / f"{learner}_00_orientation.ipynb")
+    record = Journal.record
+
+    def killed_after_its_first_row(journal, sub, sha256, row):
+        record(journal, sub, sha256, row)
+        raise Killed
+
+    with monkeypatch.context() as patch:
+        patch.setattr(Journal, "record", killed_after_its_first_row)
+        with pytest.raises(Killed):
+            main(["grade", str(room), "--out", str(out)])
+    assert not out.exists() and len(list((tmp_path / "grades.csv.journal").iterdir())) == 1
+    capsys.readouterr()
+
+    def graded() -> tuple[str, list[str], str]:
+        assert main(["grade", str(room), "--out", str(out)]) == 0
+        printed = capsys.readouterr().out
+        kept = re.findall(r"kept: \S+/(\w+)_00_orientation.ipynb: graded before and unchanged since \(same sha256\)",
+                          printed)
+        assert "(--restart grades it again)" in printed if kept else "kept:" not in printed
+        return out.read_text(), kept, printed
+
+    book, kept, printed = graded()
+    assert ", kept 1 from the journal" in printed and "graded 1 notebooks" in printed
+    assert len(kept) == 1 and book == "learner,00.planes,total\nPoints Possible,1,1\nann,1,1\nbob,0,0\n"
+    nbformat.write(new_notebook(cells=[new_code_cell(f"planes = {dict(lab00.REFERENCE)!r}")]),
+                   room / "bob_00_orientation.ipynb")  # bob hands in again: his notebook is graded again
+    book, kept, _ = graded()
+    assert kept == ["ann"] and book.endswith("ann,1,1\nbob,1,1\n")
+    assert main(["grade", str(room), "--out", str(out), "--restart"]) == 0
+    assert "kept:" not in (printed := capsys.readouterr().out) and "graded 2 notebooks" in printed
+    (room / "cy_00_orientation.ipynb").write_bytes(b"\xff")  # a third learner's broken file: never journaled
+    monkeypatch.setattr("fleetlab_instructor.grading.grade.grade_notebooks", None)  # nothing left to grade
+    book, kept, printed = graded()
+    assert sorted(kept) == ["ann", "bob"] and book.endswith("ann,1,1\nbob,1,1\ncy,0,0\n")
+    assert "graded 0 notebooks in" in printed and ", kept 2 from the journal" in printed

@@ -32,7 +32,7 @@ def graded(tmp_path: Path, *notebooks: Path) -> tuple[dict[str, dict[str, str]],
         return {row["learner"]: row for row in csv.DictReader(file)}, feedback
 
 
-def test_a_notebook_that_imports_a_reference_answer_scores_nothing_and_the_gradebook_says_why(tmp_path):
+def test_a_notebook_that_imports_a_reference_answer_finds_no_instructors_package_and_scores_nothing(tmp_path):
     borrowed = submission(tmp_path / "borrowed_00_orientation.ipynb", "from fleetlab import check",
                           "from fleetlab_instructor.checks.lab00.planes import REFERENCE\nanswer = REFERENCE",
                           'check("00.planes", answer)')
@@ -41,8 +41,7 @@ def test_a_notebook_that_imports_a_reference_answer_scores_nothing_and_the_grade
     rows, feedback = graded(tmp_path, borrowed, own)
     assert (rows["own"]["00.planes"], rows["borrowed"]["00.planes"]) == ("1", "0")
     said = (feedback / "borrowed.md").read_text()
-    assert "cell 2 raised ModuleNotFoundError: fleetlab_instructor" in said, said
-    assert "instructor's side of fleetlab" in said
+    assert "cell 2 raised ModuleNotFoundError: No module named 'fleetlab_instructor'" in said, said  # absent
 
 
 def test_check_refuses_an_answer_function_from_the_instructors_package_and_says_why():
@@ -76,18 +75,3 @@ def test_check_refuses_the_librarys_own_callback_worker_as_the_answer_to_04_call
         result = check("04.callback", taken)
         assert result.status == CheckStatus.FAIL, result.diagnosis
         assert "answer_task, the library's own answer to 04.callback" in result.diagnosis
-
-
-def test_the_graded_kernels_startup_refuses_the_instructors_package_and_says_why(tmp_path):
-    import subprocess
-    import sys
-
-    from fleetlab_instructor.grading.sandbox import KERNEL_STARTUP
-
-    code = KERNEL_STARTUP + "\nimport fleetlab_instructor.checks\n"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 1
-    assert "ModuleNotFoundError: fleetlab_instructor is the instructor's side of fleetlab" in done.stderr
-    done = subprocess.run([sys.executable, "-c", KERNEL_STARTUP + "\nimport fleetlab\n"], capture_output=True,
-                          text=True, timeout=60)
-    assert done.returncode == 0, done.stderr  # the learner's library still imports

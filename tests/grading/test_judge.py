@@ -9,8 +9,8 @@ import threading
 import pytest
 from fleetlab_instructor.checks import full_check
 from fleetlab_instructor.grading import judging
-from fleetlab_instructor.grading.judging import Ended, JudgeServer, Verdicts, judge_answers
-from fleetlab_instructor.grading.sandbox import kernel_env
+from fleetlab_instructor.grading.environment import kernel_env
+from fleetlab_instructor.grading.judging import Ended, JudgeServer, JudgeStopped, Verdicts, judge_answers
 
 from fleetlab.course.grading import judge, session
 
@@ -32,9 +32,11 @@ def judged_here(folder, answers, check_ids):
     (folder / judge.ANSWERS).write_bytes(answers)
     request = {"checks": check_ids, "modules": sorted({check.harness.__module__ for check in checks}),
                "hidden": judge.handover.encode({check.id: check.hidden for check in checks})}
-    (folder / judge.REQUEST).write_text(json.dumps(request))
+    pipe_read, pipe_write = os.pipe()
+    os.write(pipe_write, json.dumps(request).encode())
+    os.close(pipe_write)
     results = io.StringIO()
-    judge.judge_folder(folder, results)
+    judge.judge_folder(folder, pipe_read, results)
     return [json.loads(line) for line in results.getvalue().splitlines()]
 
 
@@ -128,6 +130,24 @@ def test_a_judge_server_that_died_is_started_again(fixture_lab, tmp_path):
         second = judge_answers(server, tmp_path / "two", [full_check("99.visibility")], answers, 60)
     assert first.errors == second.errors == []
     assert first.checks["99.visibility"]["status"] == second.checks["99.visibility"]["status"] == "pass"
+    assert sorted(path.name for path in (tmp_path / "one").iterdir()) == [judge.ANSWERS, judge.HOME]  # no request
+
+
+def test_the_hidden_cases_reach_the_judge_through_a_pipe_and_never_a_file(fixture_lab, tmp_path):
+    def visibility_timeout(p95_seconds):
+        return min(math.ceil(2 * p95_seconds), 43_200)
+
+    answers = handed_in(tmp_path, **{"99_visibility": visibility_timeout})
+    cases = full_check("99.visibility").hidden
+    hidden = [case.name for case in cases] + [judge.handover.encode({"99.visibility": cases})]  # as handed over
+    home = tmp_path / "server"
+    home.mkdir()
+    with JudgeServer(kernel_env(dict(os.environ), home, tmp_path / "shared"), home) as server:
+        verdicts = judge_answers(server, tmp_path / "job", [full_check("99.visibility")], answers, 60)
+    assert len(verdicts.checks["99.visibility"]["cases"]) == len(full_check("99.visibility").cases(include_hidden=True))
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert not any(name.encode() in path.read_bytes() for name in hidden), path
 
 
 class ScriptedServer:
@@ -136,9 +156,11 @@ class ScriptedServer:
     def __init__(self, *runs):
         self.runs, self.requests = list(runs), []
 
-    def run(self, folder, seconds):
+    def run(self, folder, seconds, request):
         events, ended = self.runs.pop(0)
-        self.requests.append(json.loads((folder / judge.REQUEST).read_text())["checks"])
+        self.requests.append(json.loads(request)["checks"])
+        if ended is None:
+            raise JudgeStopped("the judge server stopped while judging")
         return Ended(ended.exit, ended.timed_out, (*(json.dumps(event) for event in events), '{"cut sh'))
 
 
@@ -171,6 +193,20 @@ def test_an_answer_that_kills_its_judge_fails_its_check_and_the_next_judge_takes
 def test_a_judge_that_did_not_judge_every_check_once_says_so(fixture_lab, tmp_path, events, ended, error):
     _, verdicts = scripted(fixture_lab, tmp_path, (events, ended))
     assert verdicts.errors == [error]
+
+
+def test_a_notebook_whose_judge_server_died_is_judged_again_from_the_start(fixture_lab, tmp_path):
+    server, verdicts = scripted(fixture_lab, tmp_path,
+                                ([{"start": "99.dedupe"}, {"check": "99.dedupe", **VERDICT}], None),
+                                ([{"check": "99.dedupe", **VERDICT}, {"check": "99.visibility", **VERDICT}],
+                                 Ended(0, False)))
+    assert server.requests == [["99.dedupe", "99.visibility"]] * 2
+    assert verdicts.errors == [] and sorted(verdicts.checks) == ["99.dedupe", "99.visibility"]
+
+
+def test_a_judge_server_that_dies_twice_under_one_notebook_is_a_grading_error(fixture_lab, tmp_path):
+    with pytest.raises(JudgeStopped):
+        scripted(fixture_lab, tmp_path, ([], None), ([], None))
 
 
 def test_a_line_longer_than_the_grader_reads_is_read_past_and_left_out():

@@ -1,6 +1,7 @@
 """``04.callback`` tells a busy machine from a wrong answer: a task handed to the worker only after its timer ran
 out is run again, and then reported as the machine's doing, never as the answer's missing heartbeat."""
 
+import json
 import time
 
 from fleetlab_instructor.checks import full_check, side_of
@@ -75,8 +76,13 @@ def test_the_heartbeat_window_counts_from_the_workers_first_act_not_from_the_mac
     # the same delay before a 5.6 s step that never beats: the gap is the answer's own
     silent = a_succeeded_step("long step", working=0.85, beats=(), answered=6.46)
     assert "no SendTaskHeartbeat came" in silent
-    # a beat before the work is the first act: from it to the answer, past the silent 5.6 s of work, is a gap
-    assert "gaps of up to 6.01 s" in a_succeeded_step("long step", working=0.9, beats=(0.5,), answered=6.51)
+    # one beat before the work and none during it: a timer handed beat()'s result, not beat
+    once = a_succeeded_step("long step", working=0.9, beats=(0.5,), answered=6.51)
+    assert "your worker beat once, before the work began, and never during it" in once
+    assert "takes the function itself and calls it each interval: pass beat, not beat()" in once
+    assert "every third" not in once
+    # two beats early in the work leave a gap the old way
+    assert "gaps of up to 5.01 s" in a_succeeded_step("long step", working=0.9, beats=(0.5, 1.5), answered=6.51)
 
 
 def test_beats_refused_because_the_timer_ran_out_before_the_worker_had_the_task_are_the_machines_doing():
@@ -105,3 +111,18 @@ def test_beats_refused_because_the_timer_ran_out_before_the_worker_had_the_task_
     assert "gaps of up to 4.00 s" in judged((4.1,), "InvalidToken", ran_out=0.0)
     # beats refused before the timer ran out (a token the worker mangled) are no beats
     assert "gaps of up to 4.02 s" in judged(every_third, "InvalidToken", ran_out=4.0)
+
+
+def test_a_heartbeat_timer_handed_the_result_of_a_call_is_refused_with_the_fix():
+    def handed_none(sfn, token, work, heartbeat_seconds, clock):
+        def beat():
+            sfn.send_task_heartbeat(taskToken=token)
+
+        with clock.every(heartbeat_seconds / 3, beat()):
+            output = work()
+        sfn.send_task_success(taskToken=token, output=json.dumps(output))
+
+    result = run_check(full_check("04.callback"), handed_none)
+    assert result.status == CheckStatus.FAIL
+    assert "takes the function to call each interval, and was handed None: pass the function itself (beat, " \
+           "not beat()" in result.cases[0].diagnosis

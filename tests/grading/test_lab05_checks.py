@@ -79,6 +79,21 @@ def test_a_cap_that_throttles_says_how_many_calls_it_asked_for():
         "calls free in the quota (400 - 90 reserved)")
 
 
+def test_a_cap_with_idle_calls_counts_the_pods_that_still_fit():
+    ten_short = run_check(get_check("05.max_replicas"), lambda quota, reserved, c: (quota - reserved) // c - 10)
+    assert ten_short.cases[0].diagnosis == (
+        "maxReplicaCount 41: 41 pods x 6 steps use 246 of 310 model calls free in the quota (400 - 90 reserved): "
+        "64 calls lie idle while documents wait in the queue; 10 more pods still fit (64 // 6)")
+    one_short = run_check(get_check("05.max_replicas"), lambda quota, reserved, c: (quota - reserved) // c - 1)
+    assert one_short.cases[0].diagnosis.endswith("one more pod still fits (10 // 6)")
+
+
+def test_the_queue_length_diagnosis_prints_little_s_law_with_its_division_by_60():
+    result = run_check(get_check("05.queue_length"), lambda per_minute, seconds: 1)
+    assert "a pod of this load test works 3.28 steps/min / 60 x 91.4 s = 5.00 steps at once (Little's law)" in \
+        result.cases[0].diagnosis
+
+
 def test_the_bill_check_agrees_with_the_seed_s_worked_fleet():
     check = get_check("05.bill")
     worked = check.public[0]

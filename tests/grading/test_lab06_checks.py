@@ -66,3 +66,21 @@ def test_every_target_scenario_makes_exactly_the_targets_that_may_take_a_replay_
 def test_a_scenario_that_names_a_stranger_as_a_target_that_must_receive_is_refused_by_field():
     with pytest.raises(InvalidInput, match="must_receive"):
         Scenario("a typo", (BILLING_WEBHOOK,), must_receive=("billing-webhok",))
+
+
+def test_a_retention_left_a_string_is_told_it_comes_as_sqs_returns_it():
+    def adds_the_string(facts):
+        return facts["queue"]["MessageRetentionPeriod"] + 86_400
+
+    diagnosis = run_check(get_check("06.window"), adds_the_string).cases[0].diagnosis
+    assert diagnosis.startswith("your code raised TypeError: can only concatenate str (not \"int\") to str "
+                                "(in adds_the_string, line ")
+    assert diagnosis.endswith(": the queue's attributes come as strings, as SQS returns them (facts['queue']"
+                              "['MessageRetentionPeriod'] is '345600', not 345600): convert it with int() before "
+                              "adding it to a number")
+
+
+def test_a_window_given_in_days_is_told_to_give_seconds():
+    diagnosis = run_check(get_check("06.window"), lambda facts: 12).cases[0].diagnosis
+    assert diagnosis.endswith("the record expired after 12 s; read as days, 12 would be right: give seconds "
+                              "(12 days = 1,036,800 s)")

@@ -64,3 +64,12 @@ def test_the_figure_is_titled_and_labelled(room_of_four):
     assert axes.get_title() == "workshop 12"
     assert "%" in axes.get_xlabel() and axes.get_ylabel()
     assert [label.get_text() for label in axes.get_yticklabels()] == ["99.dedupe  (1/4)", "99.visibility  (3/4)"]
+
+
+def test_the_page_lists_the_files_not_graded_as_found_escaped(room_of_four):
+    notes = ["room/grace/Untitled.ipynb: names no lab: not graded", "room/<b>x</b>_01_a.ipynb: a symbolic link"]
+    page = room.room_html(room_of_four, notes=notes)
+    assert "<h2>Files not graded as found (2)</h2>" in page
+    assert "<li>room/grace/Untitled.ipynb: names no lab: not graded</li>" in page
+    assert "&lt;b&gt;x&lt;/b&gt;" in page and "<b>x</b>" not in page
+    assert "not graded as found" not in room.room_html(room_of_four).lower()

@@ -329,3 +329,14 @@ def test_a_stop_never_reaches_the_thread_that_took_an_ended_threads_ident():
         release.set()
         other.join()
     assert stopped == []
+
+
+@pytest.mark.parametrize("make", [lambda: VirtualClock(start=1_800_000_000), RealClock], ids=["virtual", "real"])
+def test_a_timer_handed_what_a_call_returned_is_refused_naming_the_fix(make):
+    clock = make()
+    try:
+        with pytest.raises(ConfigError, match=r"every\(5, \.\.\.\) takes the function to call each interval, and was "
+                                              r"handed None: pass the function itself \(beat, not beat\(\)"):
+            clock.every(5, None)
+    finally:
+        clock.close()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,21 +23,22 @@ from fleetlab.core.errors import InvalidInput
 from fleetlab_instructor.bench.suite import DEFAULT_BACKENDS, DEFAULT_OUT, MEASUREMENTS
 from fleetlab_instructor.bench.suite import run as run_suite
 from fleetlab_instructor.grading.grade import DEFAULT_WORKERS
-from fleetlab_instructor.grading.submissions import ALL, Shard, parse_shard
+from fleetlab_instructor.grading.submissions import ALL, Shard, parse_run, parse_shard
 
 PATH = click.Path(path_type=Path)
 
 
-class ShardType(click.ParamType):
-    """``I/N``: shard I of N, 1 <= I <= N (``submissions.parse_shard``)."""
+class Parsed(click.ParamType):
+    """A value a parser of the grading package reads, its InvalidInput shown as the option's usage error."""
 
-    name = "I/N"
+    def __init__(self, name: str, parse: Callable[[str], Any]) -> None:
+        self.name, self.parse = name, parse
 
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Shard:
-        if isinstance(value, Shard):
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if not isinstance(value, str):
             return value
         try:
-            return parse_shard(str(value))
+            return self.parse(value)
         except InvalidInput as exc:
             self.fail(exc.problem + (f" ({exc.hint})" if exc.hint else ""), param, ctx)
 
@@ -44,9 +46,13 @@ class ShardType(click.ParamType):
 GRADE_HELP = """Grade submitted notebooks into a gradebook CSV and a feedback file per learner.
 
 Learner ids: a notebook is <learner>_<NN>_<lab>.ipynb (alice_01_at_least_once.ipynb),
-or <NN>_<lab>.ipynb in a folder named for its learner (alice/01_at_least_once.ipynb);
-NN is its lab. A notebook with no learner id is refused. A learner id is letters,
-digits, '.', '-' and '_'.
+or <NN>_<lab>.ipynb in a folder named for its learner (alice/01_at_least_once.ipynb,
+h.o@example.org/01_at_least_once.ipynb: any name a hub allows); NN is its lab. The
+folder names a notebook's owner, whatever its file is named. One file never stops
+the batch: a notebook that names no learner or lab (Untitled.ipynb) or a lab the course
+lacks, a second one of a lab for one learner (a Jupyter -Copy1 among them), a folder
+inside a learner's folder, a link or a FIFO is left out, and said in a note; a notebook
+that is not UTF-8 JSON is its owner's error row.
 
 The gradebook (Canvas's gradebook CSV layout): a header row (learner, one column per
 check of the labs handed in, total), a 'Points Possible' row of the grader's own
@@ -55,9 +61,14 @@ in no notebook of that lab. Feedback: FEEDBACK/<learner>.md (FEEDBACK is feedbac
 beside the gradebook unless --feedback names it), every public case's diagnosis and,
 for a failed hidden case, the mistake it points to, never its inputs.
 
---shard I/N grades the learners at positions I-1, I-1+N, ... of the sorted learner
-ids (every shard must see the same submissions); `fleetlab gradebook merge` joins
-the shards' gradebooks into the one an unsharded run writes.
+Each finished row is kept in OUT.journal/ beside the gradebook: run again with the same
+--out, and a notebook graded before whose file is unchanged (same sha256) keeps its
+row; --restart grades every notebook again.
+
+--shard I/N --run RUN grades the learners at positions I-1, I-1+N, ... of the sorted
+learner ids (every shard must see the same submissions) and writes, beside the
+gradebook, RUN.shard-I-of-N.json; `fleetlab gradebook merge` joins the shard files of
+run RUN into the gradebook an unsharded run writes.
 """
 
 
@@ -104,9 +115,9 @@ def release(out: Path, course: Path, force: bool) -> int:
     return 0
 
 
-ROOT_WARNING = ("warning: grading as root. Learners' code runs as the grader's user, and root can reach any process, "
-                "the grader's own among them; run `fleetlab grade` as an ordinary user (docs/architecture.md"
-                "#where-an-answer-runs)")
+UNSEALED_WARNING = ("warning: grading unsandboxed. Learners' code runs as the grader's user, with the grader's view "
+                    "of the machine: use --unsandboxed only for notebooks you trust (docs/architecture.md"
+                    "#where-an-answer-runs)")
 
 
 @click.command("grade", short_help="grade submitted notebooks into a gradebook CSV and feedback files",
@@ -120,72 +131,122 @@ ROOT_WARNING = ("warning: grading as root. Learners' code runs as the grader's u
 @click.option("--report", type=PATH, default=None, metavar="ROOM.html",
               help="also write the room report: per check, the share that passed and the most common "
                    "misconceptions, with a plot, for the facilitator's screen")
-@click.option("--shard", type=ShardType(), default=ALL, metavar="I/N",
+@click.option("--shard", type=Parsed("I/N", parse_shard), default=ALL, metavar="I/N",
               help="grade only shard I of N of the learners (default 1/1: all)")
 @click.option("--cell-timeout", type=POSITIVE_FLOAT, default=60, help="seconds per cell (default 60)")
 @click.option("--notebook-timeout", type=POSITIVE_FLOAT, default=300, help="seconds per notebook (default 300)")
 @click.option("--grading-timeout", type=POSITIVE_FLOAT, default=60, help="seconds for the hidden cases (default 60)")
 @click.option("--workers", type=POSITIVE_INT, default=DEFAULT_WORKERS,
               help=f"kernels running at once (default {DEFAULT_WORKERS}); the judge takes more notebooks meanwhile")
+@click.option("--unsandboxed", is_flag=True,
+              help="run learners' code without a sandbox, as the grader's user: only for notebooks you trust, "
+                   "where no sandbox can be made (macOS; a kernel without user namespaces; a Gradescope container, "
+                   "which is the sandbox there)")
+@click.option("--run", type=Parsed("RUN", parse_run), default=None, metavar="RUN",
+              help="this grading run's id, the same for every shard (needed with --shard): the shard file is "
+                   "RUN.shard-I-of-N.json beside the gradebook")
+@click.option("--restart", is_flag=True, help="forget the journal of an earlier run with this --out; grade every "
+                                               "notebook again")
 def grade(paths: tuple[Path, ...], out: Path, feedback: Path | None, report: Path | None, shard: Shard,
-          cell_timeout: float, notebook_timeout: float, grading_timeout: float, workers: int) -> int:
+          cell_timeout: float, notebook_timeout: float, grading_timeout: float, workers: int, unsandboxed: bool,
+          run: str | None, restart: bool) -> int:
     from fleetlab_instructor.grading import gradebook
     from fleetlab_instructor.grading.feedback import write_feedback
-    from fleetlab_instructor.grading.grade import Limits, grade_notebooks
-    from fleetlab_instructor.grading.submissions import find_submissions, shard_of
+    from fleetlab_instructor.grading.grade import GradeRow, Limits, grade_notebooks
+    from fleetlab_instructor.grading.journal import Journal, journal_of, sha256_of
+    from fleetlab_instructor.grading.submissions import (Submission, Unreadable, printable, read_notebook,
+                                                         shard_of, take_in)
 
+    if shard != ALL and run is None:
+        raise InvalidInput("--run", f"is missing: --shard {shard} needs the run's id",
+                           hint="give every shard of one run the same --run, e.g. --run lab03-day1")
     feedback = feedback if feedback is not None else out.parent / "feedback"
-    if hasattr(os, "geteuid") and os.geteuid() == 0:
-        Console(stderr=True).print(ROOT_WARNING, style="yellow", highlight=False, soft_wrap=True)
-    submissions = shard_of(find_submissions(paths), shard)
-    notebooks = [sub.path for sub in submissions]
+    if unsandboxed:
+        Console(stderr=True).print(UNSEALED_WARNING, style="yellow", highlight=False, soft_wrap=True)
+    intake = take_in(paths)
+    submissions = shard_of(intake.submissions, shard)
+    journal = Journal(journal_of(out), restart=restart)
+    console = stdout_console()
+    rows: dict[Submission, GradeRow] = {}
+    kept_rows = 0
+    pending: dict[str, tuple[Submission, str]] = {}  # notebook path -> (submission, sha256)
+    for sub in submissions:
+        text = read_notebook(sub.path)
+        if isinstance(text, Unreadable):
+            rows[sub] = GradeRow(str(sub.path), {}, {}, str(text))
+        elif (kept := journal.finished(sub, sha256 := sha256_of(text))) is not None:
+            rows[sub], kept_rows = kept, kept_rows + 1
+            console.print(f"kept: {printable(str(sub.path))}: graded before and unchanged since (same sha256), its "
+                          f"row taken from {journal.folder} (--restart grades it again)", markup=False,
+                          highlight=False, soft_wrap=True)
+        else:
+            pending[str(sub.path)] = (sub, sha256)
     limits = Limits(cell=cell_timeout, notebook=notebook_timeout, grading=grading_timeout)
     started = time.monotonic()
     columns = (TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=Console(stderr=True)) as bar:
-        task = bar.add_task("grading", total=len(notebooks))
-        rows = grade_notebooks(
-            notebooks,
-            limits=limits,
-            workers=workers,
-            grader_env=dict(os.environ),
-            on_graded=lambda row: bar.advance(task),
-        )
+        task = bar.add_task("grading", total=len(pending))
+
+        def finished(row: GradeRow) -> None:
+            journal.record(*pending[row.notebook], row)
+            bar.advance(task)
+
+        graded = grade_notebooks([sub.path for sub, _ in pending.values()], limits=limits, workers=workers,
+                                 grader_env=dict(os.environ), on_graded=finished,
+                                 sealed=not unsandboxed) if pending else []
     seconds = time.monotonic() - started
-    book = gradebook.build(submissions, rows)
+    rows.update(zip((sub for sub, _ in pending.values()), graded, strict=True))
+    ordered = [rows[sub] for sub in submissions]
+    notes = [str(note) for note in intake.notes]
+    book = gradebook.build(submissions, ordered)
     gradebook.write_csv(book, out)
-    write_feedback(book, submissions, rows, feedback)
+    write_feedback(book, submissions, ordered, feedback)
+    shard_file = None if run is None else gradebook.write_shard(
+        gradebook.ShardFile(run, shard, book, list(zip(submissions, ordered, strict=True)), notes), out.parent)
     if report is not None:
         from fleetlab_instructor.grading.room import room_summary, write_room_report
 
-        write_room_report(room_summary(book, submissions, rows), report)
-    console = stdout_console()
-    console.print(gradebook.summary_table(rows, book.maxima))
-    rate = len(rows) / seconds * 60 if seconds else 0.0
+        write_room_report(room_summary(book, submissions, ordered), report, notes=notes)
+    console.print(gradebook.summary_table(ordered, book.maxima))
+    for note in notes:
+        console.print(f"not graded as found: {note}", markup=False, highlight=False, soft_wrap=True)
+    rate = len(graded) / seconds * 60 if seconds else 0.0
     learners = f"{len(book.rows)} learner{'' if len(book.rows) == 1 else 's'}"
     share = "" if shard == ALL else f" (shard {shard}: {learners})"
-    summary = (f"graded {len(rows)} notebooks{share} in {seconds:.1f} s ({rate:.1f}/min); "
-               f"gradebook: {out}; feedback: {feedback}" + (f"; room report: {report}" if report else ""))
-    console.print(summary, highlight=False, soft_wrap=True)
+    summary = (f"graded {len(graded)} notebooks{share} in {seconds:.1f} s ({rate:.1f}/min)"
+               + (f", kept {kept_rows} from the journal" if kept_rows else "")
+               + (f"; {len(notes)} files not graded as found (above)" if notes else "")
+               + f"; gradebook: {out}; feedback: {feedback}" + (f"; room report: {report}" if report else "")
+               + (f"; shard file: {shard_file}" if shard_file else ""))
+    console.print(summary, markup=False, highlight=False, soft_wrap=True)
     return 0
 
 
-@click.group("gradebook", help="work with gradebook CSVs that `fleetlab grade` wrote")
+@click.group("gradebook", help="work with what `fleetlab grade` wrote: merge the shard files of a run")
 def gradebook_group() -> None:
     """The ``gradebook`` subcommands."""
 
 
-@gradebook_group.command("merge", help="join shards' gradebooks (`fleetlab grade --shard I/N`) into one; refuse "
-                                       "a learner graded differently in two, or a check's maximum that differs")
-@click.argument("gradebooks", nargs=-1, required=True, type=PATH, metavar="GRADEBOOK.csv...",
-                help="the shards' gradebooks")
+@gradebook_group.command(
+    "merge", help="join the shard files of one run (`fleetlab grade --shard I/N --run RUN`, each RUN.shard-I-of-N.json) "
+                  "into its gradebook; refuse files of two runs, a shard given twice or missing (each missing one "
+                  "named), a learner graded differently in two, or a check's maximum that differs")
+@click.argument("shards", nargs=-1, required=True, type=PATH, metavar="RUN.shard-I-of-N.json...",
+                help="every shard file of the run, named one by one")
 @click.option("--out", type=PATH, required=True, help="the merged gradebook CSV to write")
-def merge(gradebooks: tuple[Path, ...], out: Path) -> int:
+@click.option("--report", type=PATH, default=None, metavar="ROOM.html", help="also write the whole run's room report")
+def merge(shards: tuple[Path, ...], out: Path, report: Path | None) -> int:
     from fleetlab_instructor.grading import gradebook
 
-    merged = gradebook.merge({path: gradebook.read_csv(path) for path in dict.fromkeys(gradebooks)})
-    gradebook.write_csv(merged, out)
-    summary = f"merged {len(gradebooks)} gradebooks: {len(merged.rows)} learners, {len(merged.maxima)} checks; {out}"
+    whole = gradebook.merge_shards({path: gradebook.read_shard(path) for path in dict.fromkeys(shards)})
+    gradebook.write_csv(whole.book, out)
+    if report is not None:
+        from fleetlab_instructor.grading.room import room_summary, write_room_report
+
+        submissions, rows = [sub for sub, _ in whole.graded], [row for _, row in whole.graded]
+        write_room_report(room_summary(whole.book, submissions, rows), report, notes=whole.notes)
+    summary = (f"merged run {whole.run!r}, {len(dict.fromkeys(shards))} shards: {len(whole.book.rows)} learners, "
+               f"{len(whole.book.maxima)} checks; {out}" + (f"; room report: {report}" if report else ""))
     stdout_console().print(summary, highlight=False, soft_wrap=True)
     return 0
 

@@ -86,13 +86,19 @@ class CrashAfter:
     the client raises WorkerCrashed instead (``who`` names the holder), and
     again at every later call, since a killed process makes none.
     ``crashed_after`` names the call it died after (None while it lives).
+    With ``armed=False`` the calls go through unharmed until ``arm()``.
     """
 
-    def __init__(self, client: Any, operations: Collection[str], *, who: str) -> None:
+    def __init__(self, client: Any, operations: Collection[str], *, who: str, armed: bool = True) -> None:
         self._client = client
         self._operations = frozenset(operations)
         self._who = who
+        self._armed = armed
         self.crashed_after: str | None = None
+
+    def arm(self) -> None:
+        """Kill the holder right after its next call to one of the operations."""
+        self._armed = True
 
     def __getattr__(self, name: str) -> Any:
         attribute = getattr(self._client, name)
@@ -102,7 +108,7 @@ class CrashAfter:
         def call(*args: Any, **kwargs: Any) -> Any:
             self.check_alive()
             response = attribute(*args, **kwargs)
-            if name in self._operations:
+            if self._armed and name in self._operations:
                 self.crashed_after = name
                 self.check_alive()
             return response

@@ -87,11 +87,12 @@ class RealClock:
 
     def every(self, interval: float, fn: Callable[[], None]) -> Every:
         """Call ``fn`` every ``interval`` real seconds on a daemon thread while the block runs; ConfigError
-        for an interval that is not positive. A callback that raises ends the heartbeat, like a dead thread.
+        for an interval that is not positive or an ``fn`` that is not a function. A callback that raises
+        ends the heartbeat, like a dead thread.
 
         The beats keep a fixed rate: each is due ``interval`` after the one before was due, however long that
         one took (a slow beat does not push the rest back), and one already overdue runs at once."""
-        require_positive(interval)
+        require_positive(interval, fn)
 
         def start() -> Callable[[], None]:
             stopped = threading.Event()

@@ -88,10 +88,14 @@ class Timer:
     fn: Callable[[], None] = field(compare=False)
 
 
-def require_positive(interval: float) -> None:
-    """ConfigError unless ``interval`` (of an ``every``) is positive."""
+def require_positive(interval: float, fn: Callable[[], None]) -> None:
+    """ConfigError unless ``interval`` (of an ``every``) is positive and ``fn`` can be called."""
     if interval <= 0:
         raise ConfigError(f"interval must be positive, got {interval}")
+    if not callable(fn):
+        raise ConfigError(f"every({interval:g}, ...) takes the function to call each interval, and was handed "
+                          f"{fn!r}: pass the function itself (beat, not beat(), which calls it once and hands "
+                          "over what it returned)")
 
 
 class Timers:
@@ -108,8 +112,8 @@ class Timers:
 
     def every(self, interval: float, fn: Callable[[], None], *, now: float) -> Every:
         """``fn`` for the thread that starts the timer, first due at ``now + interval``; ConfigError for a bad
-        interval."""
-        require_positive(interval)
+        interval or an ``fn`` that is not a function."""
+        require_positive(interval, fn)
 
         def start() -> Callable[[], None]:
             timer = Timer(now + interval, next(self._order), interval, fn)

@@ -72,6 +72,9 @@ class WarmKernelsFailed(FleetlabError):
 class WarmKernels:
     """A kernel template process and the kernelspec that forks from it; a context manager.
 
+    With ``sealed``, every kernel is sealed in a sandbox of its own
+    (``fleetlab.course.judge.sandbox``): it sees its working folder and the
+    folder of its sockets, the interpreter and the library, nothing else.
     ``env`` is the template's environment: every kernel forked from it should
     differ from it only in variables no preloaded module reads at import
     (``HOME``, ``FLEETLAB_HOME``...). ``environment()`` is what to add to the
@@ -79,8 +82,9 @@ class WarmKernels:
     Raises WarmKernelsFailed when the template does not come up within ``startup`` seconds.
     """
 
-    def __init__(self, env: Mapping[str, str], *, startup: float = 60) -> None:
+    def __init__(self, env: Mapping[str, str], *, startup: float = 60, sealed: bool = False) -> None:
         self._env = dict(env)
+        self._sealed = sealed
         self._startup = startup
         self._folder = Path(tempfile.mkdtemp(prefix="fleetlab-warm-"))
         self.socket_path = self._folder / "template.sock"
@@ -90,7 +94,7 @@ class WarmKernels:
     def __enter__(self) -> WarmKernels:
         write_kernelspec(self.spec_folder / SPEC_NAME)
         self._process = subprocess.Popen(
-            [sys.executable, "-m", MODULE, "serve", str(self.socket_path)],
+            [sys.executable, "-m", MODULE, "serve", str(self.socket_path), *(["--sealed"] if self._sealed else [])],
             env=self._env, cwd=self._folder, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
         )
         if not _await_ready(self._process, self._startup):
@@ -162,8 +166,13 @@ def _await_ready(process: subprocess.Popen[bytes], seconds: float) -> bool:
 # --- the template --------------------------------------------------------------------------------------------
 
 
-def serve(socket_path: str) -> None:
-    """Import ``PRELOADED``, listen on ``socket_path`` and fork a kernel for each launcher that asks; never returns."""
+def serve(socket_path: str, *, sealed: bool = False) -> None:
+    """Import ``PRELOADED``, listen on ``socket_path`` and fork a kernel for each launcher that asks; never returns.
+
+    With ``sealed``, each kernel seals itself before it starts (``_seal_kernel``); the template dies with its parent.
+    """
+    if sealed:
+        _libc_prctl_deathsig()
     template_env = dict(os.environ)
     os.environ.setdefault("MPLBACKEND", INLINE_BACKEND)  # as ipykernel sets it, before matplotlib reads it
     for name in PRELOADED:
@@ -192,7 +201,7 @@ def serve(socket_path: str) -> None:
             pid = os.fork()
             if pid == 0:
                 listener.close()
-                _become_kernel(connection, request, streams)
+                _become_kernel(connection, request, streams, sealed=sealed)
             connection.sendall(json.dumps({"pid": pid}).encode() + b"\n")
         except OSError:
             pass  # the launcher left before it heard back: its kernel dies with the closed socket
@@ -229,7 +238,7 @@ def _refusal(request: Mapping, streams: Sequence[int], template_env: Mapping[str
     return f"the kernel's {', '.join(differing)} differ from the template's" if differing else ""
 
 
-def _become_kernel(connection: socket.socket, request: Mapping, streams: Sequence[int]) -> None:
+def _become_kernel(connection: socket.socket, request: Mapping, streams: Sequence[int], *, sealed: bool) -> None:
     """In the forked child: take the launcher's streams, environment and folder, run the kernel, exit with it."""
     code = 1
     try:
@@ -238,21 +247,58 @@ def _become_kernel(connection: socket.socket, request: Mapping, streams: Sequenc
             os.close(stream)
         os.setsid()
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        del sys.path[0]  # the template's folder, put there by `-m`; ipykernel_launcher drops it too
+        connection_file = _seal_kernel(connection, request) if sealed else request["connection_file"]
         os.environ.clear()
         os.environ.update(request["env"])
         os.chdir(request["cwd"])
-        del sys.path[0]  # the template's folder, put there by `-m`; ipykernel_launcher drops it too
-        sys.argv = [sys.executable, "-f", request["connection_file"]]
+        sys.argv = [sys.executable, "-f", connection_file]
         _reseed()
         threading.Thread(target=_die_with_launcher, args=(connection,), daemon=True).start()
         from ipykernel.kernelapp import IPKernelApp
 
-        IPKernelApp.launch_instance(argv=["-f", request["connection_file"]])
+        IPKernelApp.launch_instance(argv=["-f", connection_file])
         code = 0
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
+
+
+SEALED_CONNECTION_FILE = "/tmp/kernel.json"
+SHARED_READ_ONLY = ("MPLCONFIGDIR", "FLEETLAB_FIDELITY_CACHE")
+"""Folders of caches a batch's kernels share, prebuilt: each sealed kernel reads them and cannot write them."""
+
+
+def _seal_kernel(connection: socket.socket, request: Mapping) -> str:
+    """Seal this kernel (``sandbox.seal``): it sees its working folder and its sockets' folder (IPC transport),
+    the batch's shared caches read-only, the interpreter and the library. Returns its connection file, a copy
+    in its private ``/tmp``. Only the launcher's socket and the standard streams stay open."""
+    from fleetlab.course.judge import sandbox
+
+    info = Path(request["connection_file"]).read_bytes()
+    parsed = json.loads(info)
+    if parsed.get("transport") != "ipc":
+        raise WarmKernelsFailed("a sealed kernel has no network: start it with the IPC transport")
+    os.closerange(3, connection.fileno())
+    os.closerange(connection.fileno() + 1, os.sysconf("SC_OPEN_MAX"))
+    shared = [request["env"][name] for name in SHARED_READ_ONLY if request["env"].get(name)]
+    view = sandbox.learner_view(writable=[request["cwd"], os.path.dirname(parsed["ip"])],
+                                read_only=[path for path in shared if os.path.isdir(path)],
+                                python_path=request["env"].get("PYTHONPATH", ""))
+    sandbox.seal(view)
+    os.setsid()  # a session of its own inside the sandbox: what kills its group stays inside
+    Path(SEALED_CONNECTION_FILE).write_bytes(info)
+    os.chmod(SEALED_CONNECTION_FILE, 0o600)
+    return SEALED_CONNECTION_FILE
+
+
+def _libc_prctl_deathsig() -> None:
+    """Die when the parent dies (Linux): a killed grader leaves no template behind."""
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)
 
 
 def _reseed() -> None:
@@ -288,9 +334,9 @@ def run(command: Sequence[str]) -> int:
 
 def main(argv: Sequence[str]) -> int:
     """``serve SOCKET`` or ``run -- COMMAND...``."""
-    usage = f"usage: python -m {MODULE} serve SOCKET | run -- COMMAND..."
-    if len(argv) == 2 and argv[0] == "serve":
-        serve(argv[1])
+    usage = f"usage: python -m {MODULE} serve SOCKET [--sealed] | run -- COMMAND..."
+    if len(argv) in (2, 3) and argv[0] == "serve" and argv[2:] in ([], ["--sealed"]):
+        serve(argv[1], sealed=argv[2:] == ["--sealed"])
     if len(argv) >= 3 and argv[0] == "run" and argv[1] == "--":
         return run(argv[2:])
     print(usage, file=sys.stderr)

@@ -18,6 +18,7 @@ LAB_GOALS = {"04": 30.0, "07": 45.0}
 """The course's two exceptions, named ahead of their labs so the bench holds them to it when they land:
 04 waits on Step Functions timers, which run in real time; 07 is the whole-fleet capstone."""
 GRADE_GOAL = 30.0  # notebooks per minute on 2 cores: the course's target for `fleetlab grade`
+SHARE_GOAL = 0.85  # of the machine's limit (cores x 60 / CPU-seconds a graded notebook needs), measured in the same run
 
 
 def default_notebooks(root: Path | None = None) -> list[Path]:
@@ -124,10 +125,14 @@ def grade_throughput(notebooks: Sequence[Path] | None = None, *, workers: int | 
                             unit="notebooks/min", goal=f">= {GRADE_GOAL:g}/min")
     jobs = [paths[i % len(paths)] for i in range(max(len(paths), min_jobs))]
     load_before = os.getloadavg()
+    busy_before = machine_cpu_seconds()
     t0 = time.perf_counter()
     graded = grade_notebooks(jobs, workers=workers, grader_env=dict(os.environ))
     wall = time.perf_counter() - t0
+    cpu = machine_cpu_seconds() - busy_before
     rate = len(jobs) / wall * 60
+    cpu_per_notebook = cpu / len(jobs)
+    limit = (os.cpu_count() or 1) * 60 / cpu_per_notebook if cpu_per_notebook else 0.0
     errors = sorted({f"{Path(r.notebook).name}: {r.error}" for r in graded if r.error and _is_solution(Path(r.notebook))})
     error = "; ".join(errors)
     solutions = sum(_is_solution(path) for path in jobs)  # graded, repeats included
@@ -141,14 +146,32 @@ def grade_throughput(notebooks: Sequence[Path] | None = None, *, workers: int | 
         "workers": workers,
         "wall_seconds": wall,
         "notebooks_per_minute": rate,
+        "machine_cpu_seconds": cpu,
+        "cpu_seconds_per_notebook": cpu_per_notebook,
+        "machine_limit_per_minute": limit,
+        "share_of_limit": rate / limit if limit else 0.0,
         "load_average_before": [round(x, 2) for x in load_before],
         "load_average_after": [round(x, 2) for x in os.getloadavg()],
         "totals": [r.total for r in graded],
         "error": error,
         "rows": [row(f"grade throughput ({len(jobs)} notebooks: {solutions} solutions, {len(jobs) - solutions} "
                      f"student; {workers} workers)", "moto", rate, "notebooks/min", goal=f">= {GRADE_GOAL:g}/min",
-                     met=(rate >= GRADE_GOAL) and not error, note=error)],
+                     met=(rate >= GRADE_GOAL) and not error, note=error),
+                 row("grade throughput against the machine's limit (cores x 60 / CPU-s a notebook)", "moto",
+                     100 * rate / limit if limit else 0.0, "%", goal=f">= {SHARE_GOAL:.0%}",
+                     met=bool(limit) and rate / limit >= SHARE_GOAL,
+                     note=f"{cpu_per_notebook:.2f} CPU-s a notebook, machine-wide; limit {limit:.1f}/min")],
     }
+
+
+def machine_cpu_seconds() -> float:
+    """CPU seconds the whole machine has spent busy since boot (``/proc/stat``): the grader's kernels and
+    judges included, which ``getrusage`` of the grader never sees (the warm template does not wait for them)."""
+    with open("/proc/stat", encoding="ascii") as stat:
+        fields = [int(value) for value in stat.readline().split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle and iowait
+    busy = sum(fields[:8]) - idle  # user nice system idle iowait irq softirq steal
+    return busy / os.sysconf("SC_CLK_TCK")
 
 
 def _is_solution(path: Path) -> bool:

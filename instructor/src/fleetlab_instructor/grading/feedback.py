@@ -27,7 +27,7 @@ from fleetlab.course.grading.runner import TOO_BUSY
 from fleetlab_instructor.checks import full_check, side_of
 from fleetlab_instructor.grading.grade import CaseReport, GradeRow
 from fleetlab_instructor.grading.gradebook import Gradebook
-from fleetlab_instructor.grading.submissions import Submission
+from fleetlab_instructor.grading.submissions import Submission, learner_file_name
 
 FITTED = ("it fails on inputs the public cases do not show: the answer may fit the public cases "
           "(values written in for them) rather than follow the rule the exercise states")
@@ -42,13 +42,17 @@ NOT_GRADED = "not graded: no answer to it reached the grader (run its `check()` 
 
 def write_feedback(book: Gradebook, submissions: Sequence[Submission], rows: Sequence[GradeRow],
                    folder: Path) -> list[Path]:
-    """Write ``<learner>.md`` under ``folder`` for each learner of ``submissions``; return the paths written."""
+    """Write ``<learner>.md`` under ``folder`` for each learner of ``submissions``; return the paths written.
+
+    The file's name is the learner id escaped (``learner_file_name``): never a
+    path outside ``folder``, whatever the id holds.
+    """
     by_learner: dict[str, list[tuple[Submission, GradeRow]]] = {}
     for sub, row in zip(submissions, rows, strict=True):
         by_learner.setdefault(sub.learner, []).append((sub, row))
     written = []
     for learner, graded in sorted(by_learner.items()):
-        path = folder / f"{learner}.md"
+        path = folder / learner_file_name(learner, ".md")
         write_atomically(path, feedback_text(learner, graded, book.maxima))
         written.append(path)
     return written

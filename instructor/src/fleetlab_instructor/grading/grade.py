@@ -14,12 +14,11 @@ and nothing the notebook printed or displayed counts. A learner's cell may
 replace ``check``, the runner, the registry or ``display`` in its kernel: the
 judge never ran that cell. A dead kernel is an error, never a pass.
 
-Known limit: an answer is code, and the judge runs it when a harness calls
-it. It runs without credentials or the instructor's package; the judge
-withholds a notebook's scores when an answer replaced the grader's own code
-while it ran (``judge.harness_changed``), but code that runs as the
-grader's user can still forge a verdict line: grade hostile submissions in a
-container or VM.
+Every learner process is sealed (``fleetlab.course.judge.sandbox``): the
+kernel and each answer process see the interpreter, the library and their
+own folder, never the batch folder, the instructor's package or another
+learner; they cannot see or signal the grader, the judge or each other, and
+nothing they start outlives them.
 
 Each step reads and fills in the ``Job``; a learner's mistake (a raising
 cell, a hang, a dead kernel) is recorded in ``job.errors`` and the later
@@ -49,12 +48,12 @@ from fleetlab.core.errors import InvalidInput
 from fleetlab.course.grading.judge import keep_memory_private
 from fleetlab.course.grading.registry import Check
 from fleetlab.course.grading.results import CaseResult, CheckStatus, conclude
+from fleetlab.course.judge import sandbox
 from fleetlab_instructor.checks import full_check, full_checks
 from fleetlab_instructor.grading.demos import cells_to_skip
 from fleetlab_instructor.grading.judging import JudgeServer, Verdicts, judge_answers
-from fleetlab_instructor.grading.sandbox import (kernel_env, measure_graded_backend, share_fidelity_tables,
-                                                 write_kernel_startup)
-from fleetlab_instructor.grading.submissions import lab_of
+from fleetlab_instructor.grading.environment import kernel_env, measure_graded_backend, share_fidelity_tables
+from fleetlab_instructor.grading.submissions import Unreadable, lab_of, read_notebook
 
 CHECK_CALL = re.compile(r"""\bcheck\(\s*["'](\d\d\.[a-z0-9][a-z0-9_-]*)["']""")
 SCORED = (CheckStatus.PASS, CheckStatus.FAIL)  # a fail keeps the points of the cases it passed
@@ -129,7 +128,7 @@ class Job:
     """
 
     name: str
-    text: str
+    text: str | Unreadable
     limits: Limits
     start_kernel: Callable[[NotebookNode], Any]
     judge: Judge
@@ -151,6 +150,9 @@ def prepare(job: Job) -> None:
     Each check and its maximum come from the grader's own registry; a called
     check it does not know keeps no maximum and scores nothing.
     """
+    if isinstance(job.text, Unreadable):
+        job.errors.append(str(job.text))
+        return
     try:
         nb = nbformat.reads(job.text, as_version=4)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -315,6 +317,7 @@ def grade_notebooks(
     workers: int = DEFAULT_WORKERS,
     grader_env: Mapping[str, str],
     on_graded: Callable[[GradeRow], None] = lambda row: None,
+    sealed: bool = True,
 ) -> list[GradeRow]:
     """Grade every notebook, ``workers`` kernels at a time, each in its own kernel, home and cwd, each judged apart.
 
@@ -324,21 +327,28 @@ def grade_notebooks(
     ``JUDGES_PER_WORKER`` notebooks per worker are judged while the next kernels run.
     Each kernel is forked from one warm template (``WarmKernels``), started in
     that sandbox too, so the batch pays for the library's imports once.
+    ``sealed`` (the default) seals every kernel and answer process in a sandbox
+    of its own (``fleetlab.course.judge.sandbox``); where none can be made it
+    raises SandboxUnavailable before anything runs. Unsealed is for trusted notebooks only.
     """
+    if sealed and (why := sandbox.probe()):
+        raise sandbox.SandboxUnavailable(f"learner code cannot be sealed here: {why}. Grade on Linux with user "
+                                         "namespaces, or pass --unsandboxed for notebooks you trust")
     keep_memory_private()  # no learner's code, in a kernel or an answer's process, can write into the grader
-    texts = [path.read_text(encoding="utf-8") for path in paths]
+    texts = [read_notebook(path) for path in paths]  # the text, or why it is no notebook (submissions.Unreadable)
     rows: list[GradeRow | None] = [None] * len(paths)
     with tempfile.TemporaryDirectory(prefix="fleetlab-grade-") as root:
         shared_cache = Path(root, "shared")
         shared_cache.mkdir()
-        write_kernel_startup(shared_cache)
         measure_graded_backend()
         share_fidelity_tables(shared_cache)
         server_home, template_home = Path(root, "judge"), Path(root, "template")
         server_home.mkdir()
         template_home.mkdir()
-        server = JudgeServer(kernel_env(grader_env, server_home, shared_cache), server_home, startup=limits.startup)
-        template = WarmKernels(kernel_env(grader_env, template_home, shared_cache), startup=limits.startup)
+        server = JudgeServer(kernel_env(grader_env, server_home, shared_cache), server_home, startup=limits.startup,
+                             sealed=sealed)
+        template = WarmKernels(kernel_env(grader_env, template_home, shared_cache), startup=limits.startup,
+                               sealed=sealed)
 
         def grade_one(index: int) -> GradeRow:
             home = Path(root, f"notebook-{index}")

@@ -17,28 +17,39 @@ points: nothing a notebook reports sets a column or a maximum, and a score
 is capped at its maximum. Scores only: no case names, inputs, diagnoses or
 errors reach the gradebook (the feedback files say those to each learner).
 An LMS matches rows by its own ids: name the submissions by LMS login.
+A learner id that a spreadsheet would read as a formula (``=``, ``+``,
+``-``, ``@``) is written with a leading ``'`` (``csv_cell``).
 
-``merge`` joins shards' gradebooks into the gradebook one unsharded run
-writes, byte for byte.
+A run given ``--run RUN`` (a sharded run must be) also writes a shard file,
+``RUN.shard-I-of-N.json`` beside its gradebook: the run, I and N, its
+gradebook, each notebook's row with its cases (what the room report needs)
+and intake's notes. Like the journal it holds hidden cases' diagnoses: it is
+the grader's (mode 0600), never a learner's. ``merge_shards`` joins the shard files of one run into
+the gradebook one unsharded run writes, byte for byte, and refuses a set
+that is not exactly shards 1 to N of one run.
 """
 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
+import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 from pathlib import Path
 
 from rich.table import Table
+from rich.text import Text
 
 from fleetlab.core.errors import InvalidInput
 from fleetlab.core.files import write_atomically
 from fleetlab.course.grading import registry
 from fleetlab.course.grading.display import format_points
-from fleetlab_instructor.grading.grade import GradeRow
-from fleetlab_instructor.grading.submissions import Submission
+from fleetlab_instructor.grading.grade import CaseReport, CheckReport, GradeRow
+from fleetlab_instructor.grading.submissions import Shard, Submission, csv_cell, parse_run, parse_shard
 
 LEARNER_COLUMN = "learner"
 TOTAL_COLUMN = "total"
@@ -92,36 +103,8 @@ def to_csv(book: Gradebook) -> str:
     for learner in sorted(book.rows):
         scores = book.rows[learner]
         cells = ["" if scores.get(c) is None else format_points(scores[c]) for c in checks]
-        writer.writerow([learner, *cells, format_points(sum(s for s in scores.values() if s is not None))])
+        writer.writerow([csv_cell(learner), *cells, format_points(sum(s for s in scores.values() if s is not None))])
     return text.getvalue()
-
-
-def read_csv(path: Path) -> Gradebook:
-    """The gradebook ``write_csv`` wrote at ``path``; InvalidInput naming the file and what is wrong."""
-    try:
-        with path.open(newline="", encoding="utf-8") as file:
-            lines = list(csv.reader(file))
-    except OSError as exc:
-        raise InvalidInput("GRADEBOOK", f"cannot read {str(path)!r} ({exc.strerror})") from None
-    if len(lines) < 2 or lines[0][:1] != [LEARNER_COLUMN] or lines[0][-1:] != [TOTAL_COLUMN] \
-            or lines[1][:1] != [MAXIMA_ROW]:
-        raise InvalidInput("GRADEBOOK", f"{str(path)!r} is not a fleetlab gradebook",
-                           hint=f"its header starts {LEARNER_COLUMN!r} and ends {TOTAL_COLUMN!r}, "
-                                f"its second row starts {MAXIMA_ROW!r}")
-    checks = lines[0][1:-1]
-    book = Gradebook()
-    for number, line in enumerate(lines[1:], start=2):
-        if len(line) != len(checks) + 2:
-            raise InvalidInput("GRADEBOOK",
-                               f"row {number} of {str(path)!r} has {len(line)} cells, not {len(checks) + 2}")
-        values = [_number(cell, path, number) for cell in line[1:-1]]
-        if number == 2:
-            book.maxima = {check: value or 0.0 for check, value in zip(checks, values, strict=True)}
-        elif line[0] in book.rows:
-            raise InvalidInput("GRADEBOOK", f"{str(path)!r} has two rows for learner {line[0]!r}")
-        else:
-            book.rows[line[0]] = dict(zip(checks, values, strict=True))
-    return book
 
 
 def merge(books: Mapping[Path, Gradebook]) -> Gradebook:
@@ -157,7 +140,10 @@ def merge(books: Mapping[Path, Gradebook]) -> Gradebook:
 
 
 def summary_table(rows: Sequence[GradeRow], maxima: Mapping[str, float]) -> Table:
-    """A rich table with one line per notebook graded, each check's maximum (``maxima``) in its header."""
+    """A rich table with one line per notebook graded, each check's maximum (``maxima``) in its header.
+
+    A notebook's name and its error are the learner's text, shown as it is.
+    """
     table = Table(title="fleetlab gradebook", title_justify="left")
     table.add_column("notebook", overflow="fold")
     for check_id, most in maxima.items():
@@ -167,7 +153,7 @@ def summary_table(rows: Sequence[GradeRow], maxima: Mapping[str, float]) -> Tabl
     names = short_names([row.notebook for row in rows])
     for name, row in zip(names, rows, strict=True):
         cells = [format_points(row.scores.get(c, 0)) if c in row.scores else "" for c in maxima]
-        table.add_row(name, *cells, format_points(row.total), row.error)
+        table.add_row(Text(name), *cells, format_points(row.total), Text(row.error))  # as text: never rich markup
     return table
 
 
@@ -181,10 +167,108 @@ def short_names(notebooks: Sequence[str]) -> list[str]:
     return [os.path.relpath(notebook, shared) if shared else notebook for notebook in notebooks]
 
 
-def _number(cell: str, path: Path, row: int) -> float | None:
-    if not cell.strip():
-        return None
+SHARD_KIND = "fleetlab grading shard"
+SHARD_HINT = "pass the RUN.shard-I-of-N.json files that `fleetlab grade --shard I/N --run RUN` wrote"
+
+
+@dataclass
+class ShardFile:
+    """One shard's part of a run: its gradebook, each notebook graded with its row, and intake's notes."""
+
+    run: str
+    shard: Shard
+    book: Gradebook
+    graded: list[tuple[Submission, GradeRow]]
+    notes: list[str]
+
+
+def shard_path(folder: Path, run: str, shard: Shard) -> Path:
+    """Where shard ``shard`` of run ``run`` is written: ``folder/RUN.shard-I-of-N.json``."""
+    return folder / f"{run}.shard-{shard.index}-of-{shard.count}.json"
+
+
+def write_shard(part: ShardFile, folder: Path) -> Path:
+    """Write ``part`` atomically to its ``shard_path`` under ``folder``; return that path."""
+    path = shard_path(folder, part.run, part.shard)
+    write_atomically(path, json.dumps({
+        "kind": SHARD_KIND, "run": part.run, "shard": part.shard.index, "of": part.shard.count,
+        "maxima": part.book.maxima, "rows": part.book.rows,
+        "graded": [{"learner": sub.learner, "lab": sub.lab, "path": str(sub.path), "row": row_json(row)}
+                   for sub, row in part.graded],
+        "notes": part.notes,
+    }, indent=1))
+    return path
+
+
+def read_shard(path: Path) -> ShardFile:
+    """The shard file at ``path``; InvalidInput naming the file and the field that is wrong."""
     try:
-        return float(cell)
-    except ValueError:
-        raise InvalidInput("GRADEBOOK", f"row {row} of {str(path)!r} holds {cell!r}, not a number") from None
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InvalidInput("SHARD", f"cannot read {str(path)!r} ({exc.strerror})", hint=SHARD_HINT) from None
+    try:
+        data = json.loads(raw)
+        if data["kind"] != SHARD_KIND:
+            raise ValueError(f"kind is {data['kind']!r}")
+        graded = [(Submission(Path(item["path"]), str(item["learner"]), str(item["lab"])), row_from_json(item["row"]))
+                  for item in data["graded"]]
+        book = Gradebook({str(c): float(most) for c, most in data["maxima"].items()},
+                         {str(learner): {str(c): None if v is None else float(v) for c, v in scores.items()}
+                          for learner, scores in data["rows"].items()})
+        return ShardFile(parse_run(data["run"]), parse_shard(f"{data['shard']}/{data['of']}"), book, graded,
+                         [str(note) for note in data["notes"]])
+    except (KeyError, TypeError, ValueError, AttributeError, InvalidInput) as exc:
+        raise InvalidInput("SHARD", f"{str(path)!r} is not a fleetlab shard file ({type(exc).__name__}: {exc})",
+                           hint=SHARD_HINT) from None
+
+
+def merge_shards(parts: Mapping[Path, ShardFile]) -> ShardFile:
+    """Join shards 1 to N of one run into the whole run's gradebook, rows and notes (``Shard(1, 1)``).
+
+    Raises InvalidInput when the files are of two runs or two counts, hold
+    one shard twice, or lack a shard (naming every missing one), and as
+    ``merge`` does for a learner or a maximum that differs.
+    """
+    if not parts:
+        raise InvalidInput("SHARD", "no shard file given", hint=SHARD_HINT)
+    (first_path, first), *_ = parts.items()
+    seen: dict[int, Path] = {}
+    for path, part in parts.items():
+        if (part.run, part.shard.count) != (first.run, first.shard.count):
+            raise InvalidInput("SHARD", f"{str(path)!r} is shard {part.shard} of run {part.run!r} but "
+                               f"{str(first_path)!r} is shard {first.shard} of run {first.run!r}",
+                               hint="merge the shards of one run, all graded with the same N")
+        if part.shard.index in seen:
+            raise InvalidInput("SHARD", f"shard {part.shard} of run {part.run!r} is given twice: "
+                               f"{str(seen[part.shard.index])!r} and {str(path)!r}", hint="pass each shard once")
+        seen[part.shard.index] = path
+    count = first.shard.count
+    missing = [Shard(index, count) for index in range(1, count + 1) if index not in seen]
+    if missing:
+        named = ", ".join(f"{shard} ({shard_path(Path(), first.run, shard).name})" for shard in missing)
+        raise InvalidInput("SHARD", f"run {first.run!r} lacks shard{'s' if len(missing) > 1 else ''} {named}: "
+                           f"{len(seen)} of {count} given",
+                           hint=f"grade each missing shard with `fleetlab grade ... --shard I/{count} --run "
+                                f"{first.run}`, then merge every shard")
+    ordered = [parts[seen[index]] for index in range(1, count + 1)]
+    book = merge({seen[part.shard.index]: part.book for part in ordered})
+    graded = [pair for part in ordered for pair in part.graded]
+    notes = sorted({note for part in ordered for note in part.notes})
+    return ShardFile(first.run, Shard(1, 1), book, graded, notes)
+
+
+def row_json(row: GradeRow) -> dict[str, Any]:
+    """``row`` as JSON data (``row_from_json`` reads it back)."""
+    return dataclasses.asdict(row)
+
+
+def row_from_json(data: Mapping[str, Any]) -> GradeRow:
+    """The GradeRow ``row_json`` made ``data`` of; KeyError, TypeError or ValueError when it is not one."""
+    checks = {str(check_id): CheckReport(str(report["status"]), str(report["diagnosis"]),
+                                         tuple(CaseReport(str(case["name"]), bool(case["hidden"]),
+                                                          str(case["status"]), str(case["diagnosis"]))
+                                               for case in report["cases"]))
+              for check_id, report in data["checks"].items()}
+    return GradeRow(str(data["notebook"]), {str(c): float(v) for c, v in data["scores"].items()},
+                    {str(c): None if v is None else float(v) for c, v in data["max_points"].items()},
+                    str(data["error"]), checks)

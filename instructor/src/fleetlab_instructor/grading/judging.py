@@ -2,15 +2,17 @@
 
 ``JudgeServer`` runs one judge server for a batch and lets the grader's
 threads share it. ``judge_answers`` hands one notebook's answers (the bytes
-its kernel wrote, never opened here) and the hidden cases to a fresh judge,
-reads the verdicts back as JSON (from the server, never from a file), and
-when the judge was killed in the middle of a check, judges the checks after
-it in another one.
+its kernel wrote, never opened here) and, through a pipe of their own, the
+hidden cases to a fresh judge (no file holds them), reads the verdicts back
+as JSON (from the server, never from a file), and when the judge was killed
+in the middle of a check, judges the checks after it in another one.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import socket
 import subprocess
 import sys
 import threading
@@ -22,10 +24,12 @@ from typing import Any, BinaryIO
 
 from fleetlab.core.errors import FleetlabError
 from fleetlab.course.grading import handover
-from fleetlab.course.grading.judge import ANSWERS, REQUEST
+from fleetlab.course.grading.judge import ANSWERS
 from fleetlab.course.grading.registry import Check
 
 JUDGE_MODULE = "fleetlab.course.grading.judge"
+SERVER_RESTARTS = 1
+"""Times a notebook is judged afresh when the judge server dies while judging it (the server is started again)."""
 REPLY_GRACE = 30.0
 """Seconds past a judge's own limit the server has to say it ended (it kills the judge at the limit)."""
 MAX_EVENT = 2**20
@@ -51,13 +55,18 @@ class Ended:
 class JudgeServer:
     """One judge server (``python -m fleetlab.course.grading.judge``) in ``env``, shared by the grader's threads.
 
-    A context manager: the block's end stops it. ``run(folder, seconds)``
+    A context manager: the block's end stops it. With ``sealed`` its judges
+    seal every answer process in a sandbox. ``run(folder, seconds, request)``
+    judges the answers in ``folder`` in a fresh judge, handing it ``request``
+    through a pipe, and waits for that judge to end. ``run(folder, seconds)``
     judges the request in ``folder`` and waits for that judge to end.
     """
 
-    def __init__(self, env: Mapping[str, str], cwd: Path, *, startup: float = 60) -> None:
+    def __init__(self, env: Mapping[str, str], cwd: Path, *, startup: float = 60, sealed: bool = False) -> None:
         self._env, self._cwd, self._startup = dict(env), cwd, startup
+        self._sealed = sealed
         self._process: subprocess.Popen[bytes] | None = None
+        self._requests: socket.socket | None = None
         self._guard = threading.Lock()
         self._waiting: dict[str, tuple[threading.Event, dict[str, Any], subprocess.Popen[bytes]]] = {}
         self._ready = threading.Event()
@@ -70,18 +79,25 @@ class JudgeServer:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def run(self, folder: Path, seconds: float) -> Ended:
-        """Judge the request in ``folder`` in a fresh judge, for at most ``seconds``. Raises JudgeStopped."""
+    def run(self, folder: Path, seconds: float, request: bytes) -> Ended:
+        """Judge the answers in ``folder`` as ``request`` says, in a fresh judge, for at most ``seconds``.
+        Raises JudgeStopped."""
         done, reply = threading.Event(), {}
         with self._guard:
             process = self._started()
             self._waiting[str(folder)] = (done, reply, process)
+            pipe_read, pipe_write = os.pipe()
             try:
-                process.stdin.write(json.dumps({"folder": str(folder), "seconds": seconds}).encode() + b"\n")
-                process.stdin.flush()
+                socket.send_fds(self._requests, [json.dumps({"folder": str(folder), "seconds": seconds}).encode()],
+                                [pipe_read])
             except OSError as exc:
                 del self._waiting[str(folder)]
+                os.close(pipe_write)
                 raise JudgeStopped(f"the judge server stopped ({exc})") from None
+            finally:
+                os.close(pipe_read)
+        threading.Thread(target=_hand_over, args=(pipe_write, request), name="fleetlab-judge-request",
+                         daemon=True).start()
         if not done.wait(seconds + REPLY_GRACE):
             process.kill()  # a server that no longer answers is replaced at the next request
             raise JudgeStopped(f"the judge server did not answer within {seconds + REPLY_GRACE:g} s")
@@ -93,8 +109,10 @@ class JudgeServer:
         """Stop the server (its judges still running are killed). Idempotent."""
         with self._guard:
             process, self._process = self._process, None
+            requests, self._requests = self._requests, None
+        if requests is not None:
+            requests.close()
         if process is not None:
-            process.stdin.close()
             try:
                 process.wait(timeout=10)
             except subprocess.TimeoutExpired:
@@ -113,10 +131,14 @@ class JudgeServer:
     def _launch(self) -> None:
         """Start a server process and the thread that reads its replies; it says "ready" once it has imported."""
         self._ready.clear()
-        self._process = subprocess.Popen(
-            [sys.executable, "-m", JUDGE_MODULE], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, env=self._env, cwd=self._cwd,
-        )
+        if self._requests is not None:
+            self._requests.close()
+        self._requests, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        with theirs:
+            self._process = subprocess.Popen(
+                [sys.executable, "-m", JUDGE_MODULE, *(["--sealed"] if self._sealed else [])], stdin=theirs,
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=self._env, cwd=self._cwd,
+            )
         threading.Thread(target=self._read, args=(self._process,), name="fleetlab-judge-replies", daemon=True).start()
 
     def _read(self, process: subprocess.Popen[bytes]) -> None:
@@ -159,16 +181,24 @@ def judge_answers(server: JudgeServer, folder: Path, checks: Sequence[Check], an
     ``folder`` is this notebook's own; the judge's request goes there, its
     verdicts come back through the server. A judge killed in the middle of a
     check leaves that check failed and the next judge takes the checks after
-    it, within ``seconds`` in all.
+    it, within ``seconds`` in all. When the server itself dies, the notebook
+    is judged again from the start by a new one (``SERVER_RESTARTS`` times).
     """
     folder.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + seconds
     verdicts = Verdicts()
     remaining = [check for check in checks]
+    restarts = SERVER_RESTARTS
     while remaining:
         (folder / ANSWERS).write_bytes(answers)  # anew for each judge: a killed one's answer may have written there
-        _write_request(folder, remaining)
-        ended = server.run(folder, max(0.0, deadline - time.monotonic()))
+        try:
+            ended = server.run(folder, max(0.0, deadline - time.monotonic()), request_for(remaining))
+        except JudgeStopped:
+            if not restarts:
+                raise
+            restarts -= 1  # the server died under this notebook, through no fault of its: judged again, afresh
+            verdicts, remaining, deadline = Verdicts(), list(checks), time.monotonic() + seconds
+            continue
         started = _read_results(ended.events, verdicts)
         if verdicts.withheld or verdicts.errors:
             return verdicts
@@ -185,11 +215,21 @@ def judge_answers(server: JudgeServer, folder: Path, checks: Sequence[Check], an
     return verdicts
 
 
-def _write_request(folder: Path, checks: Sequence[Check]) -> None:
+def request_for(checks: Sequence[Check]) -> bytes:
+    """What a judge needs to judge ``checks``: their ids, the modules that register them, their hidden cases."""
     modules = sorted({check.harness.__module__ for check in checks})
     request = {"checks": [check.id for check in checks], "modules": modules,
                "hidden": handover.encode({check.id: check.hidden for check in checks})}
-    (folder / REQUEST).write_text(json.dumps(request), encoding="utf-8")
+    return json.dumps(request).encode("utf-8")
+
+
+def _hand_over(pipe: int, request: bytes) -> None:
+    """Write ``request`` into the judge's pipe and close it (the judge reads it once it has forked its zygote)."""
+    try:
+        with open(pipe, "wb") as written:
+            written.write(request)
+    except OSError:
+        pass  # the judge is gone: its server says so
 
 
 def _read_results(events: Sequence[str], verdicts: Verdicts) -> str | None:

@@ -7,7 +7,8 @@ them share. A misconception is named as the feedback files name it: the
 instructor's catalogue entry (a known wrong answer) whose diagnosis a failed
 case gave, or, for a failed public case no entry matches, the first sentence
 of its diagnosis. A hidden case's inputs never appear (``feedback.misconception``
-blanks them). Each learner counts once per misconception and check.
+blanks them). Each learner counts once per misconception and check. Last come
+intake's notes: the files left out, or graded as their folder's learner's.
 """
 
 from __future__ import annotations
@@ -120,9 +121,9 @@ def room_table(summary: Sequence[CheckInRoom]) -> Table:
     return table
 
 
-def room_html(summary: Sequence[CheckInRoom], *, title: str = "fleetlab: the room") -> str:
-    """The whole page: the plot, the table, and per check its misconceptions with their counts."""
-    sections = "".join(_check_section(check) for check in summary)
+def room_html(summary: Sequence[CheckInRoom], *, title: str = "fleetlab: the room", notes: Sequence[str] = ()) -> str:
+    """The whole page: the plot, the table, per check its misconceptions with their counts, and intake's notes."""
+    sections = "".join(_check_section(check) for check in summary) + _notes_section(notes)
     return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
             f"<style>{_STYLE}</style></head><body><h1>{html.escape(title)}</h1>"
             f"<img id='room-plot' alt='share of learners who passed each check' src='data:image/png;base64,"
@@ -130,9 +131,10 @@ def room_html(summary: Sequence[CheckInRoom], *, title: str = "fleetlab: the roo
             f"{notebook_html(room_table(summary))}{sections}</body></html>")
 
 
-def write_room_report(summary: Sequence[CheckInRoom], path: Path, *, title: str = "fleetlab: the room") -> None:
-    """Write ``room_html(summary)`` to ``path`` atomically."""
-    write_atomically(path, room_html(summary, title=title))
+def write_room_report(summary: Sequence[CheckInRoom], path: Path, *, title: str = "fleetlab: the room",
+                      notes: Sequence[str] = ()) -> None:
+    """Write ``room_html(summary, title=title, notes=notes)`` to ``path`` atomically."""
+    write_atomically(path, room_html(summary, title=title, notes=notes))
 
 
 def _check_section(check: CheckInRoom) -> str:
@@ -142,6 +144,13 @@ def _check_section(check: CheckInRoom) -> str:
         return head + "<p>No misconception in the room.</p>"
     items = "".join(f"<li>{html.escape(what)} <b>({count})</b></li>" for what, count in check.misconceptions)
     return f"{head}<ol class='misconceptions'>{items}</ol>"
+
+
+def _notes_section(notes: Sequence[str]) -> str:
+    if not notes:
+        return ""
+    items = "".join(f"<li>{html.escape(note)}</li>" for note in notes)
+    return f"<h2>Files not graded as found ({len(notes)})</h2><ul class='notes'>{items}</ul>"
 
 
 def _png(figure: Figure) -> str:

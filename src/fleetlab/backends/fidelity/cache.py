@@ -86,10 +86,15 @@ def _common_versions() -> dict[str, str]:
     return {"boto3": boto3.__version__, "probes": _probe_set_fingerprint()}
 
 
+_OBSERVATIONS_REVISION = 2
+"""Raise it when a probe words what it saw differently: the cached tables hold the old words."""
+
+
 def _probe_set_fingerprint() -> str:
-    """Changes whenever a feature is added, removed or reworded: a stale cache is ignored."""
+    """Changes whenever a feature is added, removed or reworded, or the observations' revision moves."""
     specs = [asdict(feature) for feature in probes.features()]
-    return hashlib.sha256(json.dumps(specs, sort_keys=True).encode()).hexdigest()[:12]
+    text = json.dumps({"features": specs, "observations": _OBSERVATIONS_REVISION}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 def _session_table(backend: Backend) -> FidelityTable | None:

@@ -4,8 +4,8 @@ The figures and quotas come from the course's source material (seed 000,
 "Production realities"):
 
 * Little's law: steps in flight = arrival rate x step time, against the
-  ~120,000 in-flight messages a standard queue allows (past it, receives
-  return OverLimit);
+  ~120,000 in-flight messages a standard queue allows (past it, a short
+  poll returns OverLimit and a long poll returns nothing, with no error);
 * every step costs one SQS receive and one delete, one completion event
   (PutEvents carries 10 entries a request on a classic bus) and one
   idempotency write (a DynamoDB conditional put);

@@ -33,8 +33,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from fleetlab.core.errors import InvalidInput
-from fleetlab.course.grading import learner, registry
+from fleetlab.course.grading import learner, registry, shortcuts
 from fleetlab.course.grading.remote import ENDED, Peer, RemoteFailed
+from fleetlab.course.judge import sandbox
 
 
 @dataclass(frozen=True)
@@ -58,19 +59,23 @@ class AnswerHost:
     ``pid`` is the answer process's, or None before the first load.
     ``refuse_borrowed`` refuses an answer taken from the instructor's package
     (the catalogues' own tests turn it off: their answers live there).
+    ``sealed`` seals each answer process in a sandbox (``judge.sandbox``).
     """
 
-    def __init__(self, *, refuse_borrowed: bool = True) -> None:
+    def __init__(self, *, refuse_borrowed: bool = True, sealed: bool = False) -> None:
         self._control, zygote_end = socket.socketpair()
+        self._scratch = None if sealed else tempfile.TemporaryDirectory(prefix="fleetlab-answers-")
+        scratch = "" if self._scratch is None else self._scratch.name
         self._spawned: subprocess.Popen[bytes] | None = None
         if threading.active_count() == 1:
             self._zygote = os.fork()
             if self._zygote == 0:
                 self._control.close()
-                _run_zygote(zygote_end)
+                _run_zygote(zygote_end, scratch)
         else:
             path = os.pathsep.join(entry for entry in sys.path if entry)  # it imports what this process would
-            self._spawned = subprocess.Popen([sys.executable, "-m", __name__, str(zygote_end.fileno())],
+            self._spawned = subprocess.Popen([sys.executable, "-m", __name__, str(zygote_end.fileno()),
+                                              scratch],
                                              pass_fds=[zygote_end.fileno()], stdin=subprocess.DEVNULL,
                                              env={**os.environ, "PYTHONPATH": path})
             self._zygote = self._spawned.pid
@@ -86,16 +91,27 @@ class AnswerHost:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def load(self, check_id: str, pickled: str) -> Loaded:
-        """The answer to ``check_id`` rebuilt from ``pickled`` (cloudpickle, base64) in the answer process."""
+    def load(self, check_id: str, pickled: str, implemented_by: tuple[str, ...] = ()) -> Loaded:
+        """The answer to ``check_id`` rebuilt from ``pickled`` (cloudpickle, base64) in the answer process, which
+        from then on notes the calls of the ``implemented_by`` functions (``shortcuts``)."""
         try:
-            reply = self._started().request("answer", check_id, pickled, self._refuse_borrowed)
+            reply = self._started().request("answer", check_id, pickled, self._refuse_borrowed, list(implemented_by))
         except RemoteFailed as failed:
             return Loaded("unbuildable", detail=ENDED.format(why=failed))
         if not (isinstance(reply, tuple) and len(reply) == 3 and reply[0] in ("ok", "unfinished", "borrowed",
                                                                                 "misfit", "unbuildable")):
             return Loaded("unbuildable", detail="the process that rebuilt your answer answered out of turn")
         return Loaded(reply[0], reply[1] if reply[0] == "ok" else None, str(reply[2]))
+
+    def shortcuts(self) -> list[str]:
+        """The library functions implementing its exercise that the last loaded answer called (``shortcuts``);
+        none when its process is gone."""
+        peer = self._peer
+        try:
+            taken = peer.request("shortcuts") if peer is not None and not peer.broken else []
+        except RemoteFailed:
+            return []
+        return [str(name) for name in taken] if isinstance(taken, list) else []
 
     def close(self) -> None:
         """Stop the answer process and the zygote. Idempotent."""
@@ -111,6 +127,8 @@ class AnswerHost:
                 with contextlib.suppress(ChildProcessError):
                     os.waitpid(self._zygote, 0)
             self._zygote = 0
+        if self._scratch is not None:
+            self._scratch.cleanup()
 
     def _started(self) -> Peer:
         with self._guard:
@@ -145,7 +163,7 @@ class AnswerHost:
 # --- the zygote and the answer process ---------------------------------------------------------------------------
 
 
-def _run_zygote(control: socket.socket) -> None:
+def _run_zygote(control: socket.socket, scratch: str) -> None:
     """Fork an answer process for each socket the judge sends; end when the judge closes ``control``."""
     code = 0
     try:
@@ -159,7 +177,7 @@ def _run_zygote(control: socket.socket) -> None:
             pid = os.fork()
             if pid == 0:
                 control.close()
-                _run_answers(fds[0])
+                _run_answers(fds[0], scratch)
             os.close(fds[0])
             control.sendall(struct.pack("!q", pid))
     except BaseException:
@@ -168,19 +186,26 @@ def _run_zygote(control: socket.socket) -> None:
         os._exit(code)
 
 
-def _run_answers(fd: int) -> None:
-    """The answer process: only ``fd`` open, a fresh folder, the judge's calls served until it hangs up."""
+def _run_answers(fd: int, scratch: str) -> None:
+    """The answer process: only ``fd`` open, the judge's calls served until it hangs up. It works in a fresh
+    folder under ``scratch``, or, when there is none, sealed in a sandbox, with a private ``/tmp``."""
     code = 0
     try:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         os.closerange(3, fd)
         os.closerange(fd + 1, _open_file_limit())
-        folder = tempfile.mkdtemp(prefix="fleetlab-answer-")
+        if scratch:
+            folder = tempfile.mkdtemp(dir=scratch)
+        else:
+            sandbox.seal(sandbox.learner_view(python_path=os.environ.get("PYTHONPATH", "")))
+            os.setsid()
+            folder = "/tmp"
         os.chdir(folder)
         os.environ["HOME"] = folder
         done = threading.Event()
-        Peer(socket.socket(fileno=fd), trusted=True, name="answer", operations={"answer": _rebuilt_answer},
-             on_broken=done.set).start()
+        shortcuts.watch_answer_process()  # before the first thread that serves a call starts
+        Peer(socket.socket(fileno=fd), trusted=True, name="answer",
+             operations={"answer": _rebuilt_answer, "shortcuts": shortcuts.taken}, on_broken=done.set).start()
         done.wait()
     except BaseException:
         code = 1
@@ -195,8 +220,10 @@ def _open_file_limit() -> int:
         return 4096
 
 
-def _rebuilt_answer(check_id: str, pickled: str, refuse_borrowed: bool) -> tuple[str, Any, str]:
+def _rebuilt_answer(check_id: str, pickled: str, refuse_borrowed: bool,
+                    implemented_by: list[str]) -> tuple[str, Any, str]:
     """``(kind, answer, detail)`` for ``Loaded``: the answer unpickled and looked at here, where it runs."""
+    shortcuts.expect(tuple(implemented_by))  # before unpickling: that runs the answer's own code too
     try:
         answer = pickle.loads(base64.b64decode(pickled.encode("ascii"), validate=True))
     except BaseException as exc:  # rebuilding runs the answer's own code: whatever it raises is the answer's
@@ -232,4 +259,4 @@ if __name__ == "__main__":  # a zygote of its own, for an AnswerHost made where 
         registry.checks_of(lab)
     warm_clients()
     gc.freeze()  # an answer process's collector never walks (so never copies) what the zygote imported
-    _run_zygote(socket.socket(fileno=int(sys.argv[1])))
+    _run_zygote(socket.socket(fileno=int(sys.argv[1])), sys.argv[2])

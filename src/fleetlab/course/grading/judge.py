@@ -7,9 +7,12 @@ as in a graded kernel. That server imports the library, boto3, moto and every
 shipped check once, starts no thread, and forks one judge per notebook, so a
 notebook's judge starts in milliseconds and shares nothing with another's.
 
-Each request is one JSON line on the server's stdin, ``{"folder": ..., "seconds": ...}``.
-The folder holds ``REQUEST`` (the checks to judge, the modules that register
-them, the hidden cases handed over by the grader) and ``ANSWERS`` (what the
+Each request is one packet on the server's stdin (a Unix socket):
+``{"folder": ..., "seconds": ...}`` and the read end of a pipe. The server
+never reads that pipe: the judge it forks does, after it has forked its
+zygote, so no answer process inherits what comes through it: the checks to
+judge, the modules that register them and the hidden cases, handed over by
+the grader (no file holds them). The folder holds ``ANSWERS`` (what the
 kernel's ``session.hand_in`` wrote: untrusted). The judge runs each check's
 harness and cases itself; the learner's answers are rebuilt and called in a
 process of their own (``answerhost``), reached through proxies that carry
@@ -22,10 +25,8 @@ when the judge itself failed. When the judge ends the server answers
 ``{"folder", "exit", "timed_out", "events"}`` on stdout, ``events`` being
 those lines; a judge past its ``seconds`` is killed with its process group.
 The server, its judges and the grader keep their memory and open files from
-other processes of their user (``keep_memory_private``), so an answer cannot
-write into their pipes either. Learner code still runs as the grader's user:
-for submissions that may attack the machine itself, run the grader in a
-container or VM.
+other processes of their user (``keep_memory_private``); with ``--sealed``,
+every answer process is sealed in a sandbox (``fleetlab.course.judge.sandbox``).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ import json
 import os
 import select
 import signal
+import socket
 import sys
 import threading
 import time
@@ -47,7 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
-from fleetlab.course.grading import handover, learner, registry
+from fleetlab.course.grading import handover, learner, registry, shortcuts
 from fleetlab.course.grading.answerhost import AnswerHost
 from fleetlab.course.grading.registry import Case, Check
 from fleetlab.course.grading.remote import warm_clients
@@ -55,7 +57,6 @@ from fleetlab.course.grading.results import CaseResult, CheckResult, CheckStatus
 from fleetlab.course.grading.runner import CheckBackend, run_check
 from fleetlab.course.grading.session import refused_borrowed
 
-REQUEST = "request.json"
 ANSWERS = "answers.json"
 HOME = "home"
 """The child's home and working folder, inside the request's folder."""
@@ -88,10 +89,13 @@ def keep_memory_private() -> bool:
 # --- one notebook's verdict --------------------------------------------------------------------------------------
 
 
-def judge_folder(folder: Path, results: TextIO) -> None:
-    """Judge the request in ``folder``; write each check's verdict to ``results`` as soon as it is known."""
-    with AnswerHost() as answers:  # first: it forks, and this process runs one thread only until now
-        request = json.loads((folder / REQUEST).read_text(encoding="utf-8"))
+def judge_folder(folder: Path, request_pipe: int, results: TextIO, *, sealed: bool = False) -> None:
+    """Judge the answers in ``folder`` as the request read from ``request_pipe`` (a file descriptor, closed
+    here) says; write each check's verdict to ``results`` as soon as it is known. With ``sealed``, each answer
+    process is sealed in a sandbox (``AnswerHost``)."""
+    with AnswerHost(sealed=sealed) as answers:  # first: it forks, and this process runs one thread only until now
+        with os.fdopen(request_pipe, "rb") as pipe:
+            request = json.loads(pipe.read().decode("utf-8"))
         for module in request["modules"]:
             importlib.import_module(module)
         hidden = handover.decode(request["hidden"])
@@ -130,14 +134,19 @@ def judge_one(check: Check, hidden: Iterable[Case], entry: Mapping[str, str] | N
         return {"status": str(CheckStatus.NOT_YET), "diagnosis": f"not attempted: {missing}", "cases": []}
     if "pickle" not in entry:
         return _plain(refused(check, entry.get("unpicklable", "the answer was not handed over"), graded=True))
-    loaded = answers.load(check.id, entry["pickle"])
+    loaded = answers.load(check.id, entry["pickle"], check.implemented_by)
     if loaded.kind == "unfinished":
         return _plain(not_yet(check, graded=True))
     if loaded.kind == "borrowed":
         return _plain(refused_borrowed(check, loaded.detail, graded=True))
     if loaded.kind != "ok":
         return _plain(refused(check, loaded.detail, graded=True))
-    return _plain(run_check(check.with_hidden(tuple(hidden)), loaded.value, include_hidden=True, backends=backends))
+    if built_by := [name for name in entry.get("shortcut", "").split(", ") if name in check.implemented_by]:
+        return _plain(shortcuts.refused_shortcut(check, built_by, graded=True))  # data its cells built so
+    result = run_check(check.with_hidden(tuple(hidden)), loaded.value, include_hidden=True, backends=backends)
+    if taken := [name for name in answers.shortcuts() if name in check.implemented_by]:
+        return _plain(shortcuts.refused_shortcut(check, taken, graded=True))
+    return _plain(result)
 
 
 def _plain(result: CheckResult) -> dict[str, Any]:
@@ -196,8 +205,8 @@ def preload() -> None:
     gc.freeze()  # a forked judge's collector never walks the server's objects, so it never copies their pages
 
 
-def serve(requests: BinaryIO, replies: BinaryIO) -> None:
-    """Fork a judge for every request line read from ``requests``; answer on ``replies`` as each one ends.
+def serve(requests: socket.socket | None, replies: BinaryIO, *, sealed: bool = False) -> None:
+    """Fork a judge for every request packet read from ``requests``; answer on ``replies`` as each one ends.
 
     Runs until ``requests`` closes, then kills the judges still running.
     Raises RuntimeError when a thread runs here (a fork would copy its locks).
@@ -210,7 +219,6 @@ def serve(requests: BinaryIO, replies: BinaryIO) -> None:
     signal.set_wakeup_fd(wake_write)
     signal.signal(signal.SIGCHLD, lambda *_: None)  # a handler, so a child's end writes to the wakeup pipe
     children: dict[int, _Child] = {}
-    pending = b""
     _reply(replies, {"ready": os.getpid()})
     try:
         while True:
@@ -223,15 +231,16 @@ def serve(requests: BinaryIO, replies: BinaryIO) -> None:
                 if child.results in readable:
                     _take_results(child)
             if requests in readable:
-                chunk = os.read(requests.fileno(), 65536)
-                if not chunk:
+                packet, pipes, _, _ = socket.recv_fds(requests, 65536, 1)
+                if not packet:
                     return
-                pending += chunk
-                while b"\n" in pending:
-                    line, pending = pending.split(b"\n", 1)
-                    request = json.loads(line)
-                    pid, results = _fork(Path(request["folder"]), (wake_read, wake_write))
-                    children[pid] = _Child(request["folder"], time.monotonic() + float(request["seconds"]), results)
+                request = json.loads(packet)
+                try:
+                    pid, results = _fork(Path(request["folder"]), pipes[0], (wake_read, wake_write), sealed)
+                finally:
+                    for pipe in pipes:
+                        os.close(pipe)
+                children[pid] = _Child(request["folder"], time.monotonic() + float(request["seconds"]), results)
             _kill_overdue(children)
             _reap(children, replies)
     finally:
@@ -260,7 +269,7 @@ def _next_wait(children: Mapping[int, _Child]) -> float | None:
     return max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
 
 
-def _fork(folder: Path, wake: tuple[int, int]) -> tuple[int, int]:
+def _fork(folder: Path, request_pipe: int, wake: tuple[int, int], sealed: bool) -> tuple[int, int]:
     """Fork a judge for ``folder``: its pid, and the read end of the pipe it writes its verdicts to (only the
     server holds that pipe: no file a learner's code could find carries a verdict)."""
     results_read, results_write = os.pipe()
@@ -276,7 +285,7 @@ def _fork(folder: Path, wake: tuple[int, int]) -> tuple[int, int]:
     results = os.fdopen(results_write, "w", encoding="utf-8")
     try:
         _become_judge(folder, wake)
-        judge_folder(folder, results)
+        judge_folder(folder, request_pipe, results, sealed=sealed)
         code = 0
     except BaseException as exc:  # the judge's own failure: its kind only, a message may quote a hidden input
         with contextlib.suppress(BaseException):
@@ -338,15 +347,24 @@ def _reply(replies: BinaryIO, message: dict[str, Any]) -> None:
     replies.flush()
 
 
-def main() -> None:
-    """The judge server on this process's stdin and stdout."""
+def main(argv: list[str]) -> None:
+    """The judge server on this process's stdin and stdout; ``--sealed`` seals every answer process."""
+    if argv not in ([], ["--sealed"]):
+        raise SystemExit(f"usage: python -m {__name__} [--sealed]")
     keep_memory_private()
+    _die_with_parent()
     replies = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # whatever an import prints goes to stderr, never into the replies
     sys.meta_path.insert(0, InstructorRefused())
     preload()
-    serve(sys.stdin.buffer, replies)
+    serve(socket.socket(fileno=0), replies, sealed=argv == ["--sealed"])
+
+
+def _die_with_parent() -> None:
+    """The server dies with the grader that started it (Linux): a killed grader leaves no judge behind."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -86,6 +86,7 @@ class Check:
     side_by_side: bool = False
     answer: str = ""
     parameters: str = ""
+    implemented_by: tuple[str, ...] = ()
 
     @property
     def lab(self) -> str:
@@ -152,6 +153,7 @@ def register(
     side_by_side: bool = False,
     answer: str = "",
     parameters: str = "",
+    implemented_by: Sequence[str] = (),
 ) -> Callable[[Harness], Harness]:
     """Decorator: register the decorated harness as check ``check_id``.
 
@@ -161,6 +163,8 @@ def register(
     has them) in that order. ``answer`` names the
     value the exercise asks for when it is not a function (the grader finds
     an answer by this name, or ``function``). ``side_by_side``: see ``Check``.
+    ``implemented_by`` names (dotted paths) the library functions that do what
+    the exercise asks: an answer that calls one scores nothing (``shortcuts``).
 
     ``hidden_cases`` counts the cases the grader adds (``Check.with_hidden``).
 
@@ -189,6 +193,7 @@ def register(
             side_by_side=side_by_side,
             answer=answer,
             parameters=parameters,
+            implemented_by=tuple(implemented_by),
         )
         return harness
 

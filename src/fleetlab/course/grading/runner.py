@@ -42,7 +42,7 @@ from fleetlab.core import clock, timescale
 from fleetlab.core.clock import CANCEL_GRACE, WAIT_SLICE, raise_in_thread
 from fleetlab.core.runqueue import RunQueueMeter
 from fleetlab.core.waits import WaitMeter
-from fleetlab.course.grading import learner
+from fleetlab.course.grading import learner, shortcuts
 from fleetlab.course.grading.remote import ENDED, RemoteFailed, process_of
 from fleetlab.course.grading.registry import Case, CaseOutcome, Check
 from fleetlab.course.grading.results import (
@@ -226,7 +226,9 @@ def run_check(
     Only a run with the hidden cases is scored; a notebook's run says what
     its public cases showed and how many cases the grader adds. ``backends``
     is shared by several checks (the grader's session); without it the check
-    opens its own on first use and closes it before returning.
+    opens its own on first use and closes it before returning. An answer
+    that calls a library function implementing the exercise scores nothing
+    (``shortcuts``; one running in another process is watched there).
     """
     if learner.is_unfinished(answer):
         return not_yet(check, graded=include_hidden)
@@ -238,9 +240,13 @@ def run_check(
     if backends is None:
         with CheckBackend() as own:
             return run_check(check, answer, include_hidden=include_hidden, backends=own)
-    results = _run_cases(check, answer, include_hidden, backends)
+    watch = shortcuts.Watch(shortcuts.implementing(check))
+    watched = watch.wrap(answer)
+    results = _run_cases(check, watched, include_hidden, backends)
     if any(result.diagnosis.startswith(TOO_BUSY) for result in results):
-        results = _run_cases(check, answer, include_hidden, backends)  # once more: the machine, not the code
+        results = _run_cases(check, watched, include_hidden, backends)  # once more: the machine, not the code
+    if watch.hits:
+        return shortcuts.refused_shortcut(check, watch.hits, graded=include_hidden)
     return conclude(check, results, graded=include_hidden)
 
 

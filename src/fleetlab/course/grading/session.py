@@ -23,10 +23,10 @@ from typing import Any
 
 import cloudpickle
 
-from fleetlab.core.errors import FleetlabError
+from fleetlab.core.errors import FleetlabError, InvalidInput
 from fleetlab.core.files import write_atomically
 from fleetlab.core.settings import settings
-from fleetlab.course.grading import learner, progress, registry
+from fleetlab.course.grading import learner, progress, registry, shortcuts
 from fleetlab.course.grading.display import show
 from fleetlab.course.grading.results import CheckResult, CheckStatus, refused
 from fleetlab.course.grading.runner import run_check
@@ -68,7 +68,9 @@ def hand_in(path: str | Path, names: Mapping[str, str]) -> None:
     An answer is found as ``grade`` always found it (``_answer_to``); one not
     found is left out (the judge says "not attempted"). Each is serialised by
     value with cloudpickle, so functions defined in the notebook travel with
-    what they use: ``{"pickle": base64}``. An unfinished answer travels as
+    what they use: ``{"pickle": base64}``, with ``"shortcut"`` naming the
+    implementing functions the cells that build an answer that is data call
+    (``shortcuts.called_in_cells``). An unfinished answer travels as
     ``...``. One that cannot be serialised (it holds an open client, a lock,
     the ``lab``) travels as ``{"unpicklable": diagnosis}``.
     """
@@ -78,14 +80,19 @@ def hand_in(path: str | Path, names: Mapping[str, str]) -> None:
         found, answer = _answer_to(check_id, name, namespace)
         if found:
             answers[check_id] = _packed(name or check_id, answer)
+            if taken := _shortcuts_in_cells(check_id, namespace):
+                answers[check_id]["shortcut"] = ", ".join(taken)
     write_atomically(Path(path), json.dumps({"answers": answers}))
 
 
 def judge_answer(check: registry.Check, answer: Any, **run: Any) -> CheckResult:
     """``run_check``, unless the answer is taken from the instructor's package or is the library's own
-    answer to the exercise: then it scores nothing, and says why."""
+    answer to the exercise, or is data the notebook's cells built by calling it: then it scores nothing,
+    and says why."""
     if borrowed := learner.borrowed_answer(answer, check.id):
         return refused_borrowed(check, borrowed, graded=run.get("include_hidden", False))
+    if taken := shortcuts.called_in_cells(check, _notebook_namespace()):
+        return shortcuts.refused_shortcut(check, taken, graded=run.get("include_hidden", False))
     return run_check(check, answer, **run)
 
 
@@ -103,6 +110,14 @@ def _notebook_namespace() -> dict[str, Any]:
         return {}
     shell = get_ipython()
     return shell.user_ns if shell is not None else {}
+
+
+def _shortcuts_in_cells(check_id: str, namespace: dict[str, Any]) -> list[str]:
+    """``shortcuts.called_in_cells`` for ``check_id``; none for a check this kernel does not know."""
+    try:
+        return shortcuts.called_in_cells(registry.get_check(check_id), namespace)
+    except InvalidInput:
+        return []
 
 
 def _answer_to(check_id: str, name: str, namespace: dict[str, Any]) -> tuple[bool, Any]:

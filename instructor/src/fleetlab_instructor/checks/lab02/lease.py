@@ -135,6 +135,15 @@ RIGHT_ANSWERS = (
                                                       {"#s": "status"})),
 )
 
+
+def the_librarys_store(ddb, table, key, owner, now, lease_seconds):
+    from types import SimpleNamespace
+
+    from fleetlab.services.state.idempotency import IdempotencyStore
+
+    return IdempotencyStore(ddb, table, SimpleNamespace(now=lambda: now), lease_seconds=lease_seconds).claim(key, "lease")
+
+
 WRONG_ANSWERS = (
     WrongAnswer("an unconditional put", lambda ddb, t, k, o, now, lease: _put(ddb, t, k, o, now, lease, None),
                 "the write needs a condition"),
@@ -160,6 +169,8 @@ WRONG_ANSWERS = (
         ddb, t, k, o, now, LEASE), "it must be now + lease_seconds", public=False),
     WrongAnswer("a hard-coded key", lambda ddb, t, k, o, now, lease: reference_claim(
         ddb, t, "alert-7", o, now, lease), "no item with pk 'alert-42'", public=False),
+    WrongAnswer("the library's IdempotencyStore", the_librarys_store,
+                "calls `fleetlab.services.state.idempotency.IdempotencyStore.claim`"),
 )
 
 SIDE = InstructorSide("02.lease", hidden=HIDDEN, reference=reference_claim,

@@ -36,6 +36,14 @@ RIGHT_ANSWERS = (
     RightAnswer("a Decimal", lambda retry, retention, replay: Decimal(retry + retention + replay)),
 )
 
+
+def the_librarys_window(retry_window, retention, replay_horizon):
+    from fleetlab.services.state.window import DuplicateSources
+
+    return DuplicateSources(retry_window=retry_window, retention=retention,
+                            replay_horizon=replay_horizon).safe_window()
+
+
 WRONG_ANSWERS = (
     WrongAnswer("the retry window only", lambda retry, retention, replay: retry, "the duplicate runs again"),
     WrongAnswer("the queue's retention only", lambda retry, retention, replay: retention, "the duplicate runs again"),
@@ -50,6 +58,8 @@ WRONG_ANSWERS = (
     WrongAnswer("twice the longest of the three", lambda retry, retention, replay: 2 * max(retry, retention, replay),
                 "window the record is gone 1 h before then", public=False),
     WrongAnswer("a hard-coded 30 days", lambda retry, retention, replay: 30 * 86_400, "the duplicate runs again", public=False),
+    WrongAnswer("the library's DuplicateSources", the_librarys_window,
+                "calls `fleetlab.services.state.window.DuplicateSources.safe_window`"),
 )
 
 SIDE = InstructorSide("02.window", hidden=HIDDEN, reference=reference_window,

@@ -152,6 +152,13 @@ RIGHT_ANSWERS = (
     RightAnswer("FIFO skips only the failed record's message group", _skip_group),
 )
 
+
+def the_librarys_response(event, process, fifo):
+    from fleetlab.services.sqs.esm import partial_batch_response
+
+    return partial_batch_response(event, process, fifo=fifo)
+
+
 WRONG_ANSWERS = (
     WrongAnswer("reports every record", _every_id, "runs again"),
     WrongAnswer("reports nothing", _none, "it is lost"),
@@ -169,6 +176,8 @@ WRONG_ANSWERS = (
     WrongAnswer("batchItemFailures holds bare messageId strings", _bare_id_strings, "not an object"),
     WrongAnswer("Powertools with a record handler that takes another parameter name", _powertools_handler_misnamed,
                 "no record reached process(record)"),
+    WrongAnswer("the library's partial_batch_response", the_librarys_response,
+                "calls `fleetlab.services.sqs.esm.partial_batch_response`"),
 )
 
 SIDE = InstructorSide("03.batch", hidden=HIDDEN, reference=reference_batch_response,

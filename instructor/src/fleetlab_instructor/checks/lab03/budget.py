@@ -63,6 +63,8 @@ WRONG_ANSWERS = (
                 "SentTimestamp"),
     WrongAnswer("DLQ retention in days", lambda retry, outage, deadline, retention, triage: (
         math.ceil(outage / retry) + 1, 14), "SQS keeps a message for 1 min to 14 d"),
+    WrongAnswer("DLQ retention in minutes", lambda retry, outage, deadline, retention, triage: (
+        math.ceil(outage / retry) + 1, (retention + triage) // 60), "read as minutes"),
     WrongAnswer("a DLQ that keeps 30 days", lambda retry, outage, deadline, retention, triage: (
         math.ceil(outage / retry) + 1, 30 * DAY), "SQS keeps a message for 1 min to 14 d"),
     WrongAnswer("half a receive", lambda retry, outage, deadline, retention, triage: (

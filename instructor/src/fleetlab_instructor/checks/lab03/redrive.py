@@ -132,6 +132,11 @@ def _hard_coded_five(sqs, dlq_url, queue_url, canary_size, process):
         _moves(sqs, dlq_url, queue_url, None)
 
 
+def _canary_then_fails(sqs, dlq_url, queue_url, canary_size, process):
+    _moves(sqs, dlq_url, queue_url, canary_size)
+    raise RuntimeError("the canary's queue URL was wrong")
+
+
 RIGHT_ANSWERS = (
     RightAnswer("batch send and batch delete, a count check", _in_batches),
     RightAnswer("growing canaries, attributes kept", _growing_canaries),
@@ -139,6 +144,17 @@ RIGHT_ANSWERS = (
         sqs, dlq_url, queue_url, 1, process)),
     RightAnswer("done counted instead of failed", _checks(lambda result: result.done > 0 and result.failed == 0)),
 )
+
+
+def the_librarys_redrive(sqs, dlq_url, queue_url, canary_size, process):
+    """The library's canary redrive on the running lab's backend (in the notebook, ``lab.backend``)."""
+    from fleetlab.course.lab import running_backend
+    from fleetlab.services.sqs.queues import WorkQueue
+    from fleetlab.services.sqs.redrive import canary_redrive
+
+    queue = WorkQueue("researcher", queue_url, "", dlq_url, "", 60, 3)
+    canary_redrive(running_backend(), queue, canary=canary_size, process=process)
+
 
 WRONG_ANSWERS = (
     WrongAnswer("everything at once, no canary", _all_at_once, "before the first process()"),
@@ -149,11 +165,15 @@ WRONG_ANSWERS = (
     WrongAnswer("sends without deleting", _loose(delete=False), "a copy of it is still in the DLQ"),
     WrongAnswer("deletes without sending", _loose(send=False), "is gone"),
     WrongAnswer("deletes from the DLQ, then sends (a crash in between loses the step)", _loose(delete_first=True),
-                "killed right after its first delete_message, between a move's two calls"),
+                "killed moving the rest, right after a delete_message, between a move's two calls"),
+    WrongAnswer("moves the canary, then fails before process() (the crash case no longer passes it)",
+                _canary_then_fails, "your code raised RuntimeError"),
     WrongAnswer("goes on when anything was done", _checks(lambda result: result.done > 0), "failed again",
                 public=False),
     WrongAnswer("a canary of five, whatever canary_size says", _hard_coded_five, "more than the canary of",
                 public=False),
+    WrongAnswer("the library's canary_redrive", the_librarys_redrive,
+                "calls `fleetlab.services.sqs.redrive.canary_redrive`"),
 )
 
 SIDE = InstructorSide("03.redrive", hidden=HIDDEN, reference=reference_canary_redrive,

@@ -157,6 +157,14 @@ def _none_for_unknown(sqs: Any, dlq_url: str) -> Counter:
     return Counter(m.get("MessageAttributes", {}).get("ERROR_CODE", {}).get("StringValue") for m in held)
 
 
+def _trusts_attributes(sqs: Any, dlq_url: str) -> Counter:
+    held = _read_all(sqs, dlq_url)
+    counts = Counter(m["MessageAttributes"]["ERROR_CODE"]["StringValue"] for m in held)
+    for message in held:
+        sqs.change_message_visibility(QueueUrl=dlq_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0)
+    return counts
+
+
 def _list_of_codes(sqs: Any, dlq_url: str) -> list[str]:
     return [code for code, count in _one_by_one(sqs, dlq_url).items() for _ in range(count)]
 
@@ -166,6 +174,15 @@ RIGHT_ANSWERS = (
     RightAnswer("a defaultdict, records put back in a finally", _defaultdict_in_finally),
     RightAnswer("every known class listed, zeros included", _with_zeros),
 )
+
+
+def the_librarys_triage(sqs, dlq_url):
+    """The library's triage on the running lab's backend (in the notebook, ``lab.backend``)."""
+    from fleetlab.course.lab import running_backend
+    from fleetlab.services.sqs import dlq
+
+    return dict(dlq.triage(running_backend(), dlq_url))
+
 
 WRONG_ANSWERS = (
     WrongAnswer("deletes what it read", _deletes, "you deleted"),
@@ -178,8 +195,11 @@ WRONG_ANSWERS = (
     WrongAnswer("counts the payloads' agent classes", _by_agent_class, "ERROR_CODE"),
     WrongAnswer("counts records without ERROR_CODE under None", _none_for_unknown, "'UNKNOWN'"),
     WrongAnswer("returns a list of codes", _list_of_codes, "return the counts"),
+    WrongAnswer("reads MessageAttributes as if every record had them", _trusts_attributes,
+                "carries no message attributes"),
     WrongAnswer("stops at the first receive of fewer than 10", _stops_at_a_short_receive,
                 "a receive can return fewer records than it asks", public=False),
+    WrongAnswer("the library's dlq.triage", the_librarys_triage, "calls `fleetlab.services.sqs.dlq.triage`"),
 )
 
 SIDE = InstructorSide("03.triage", hidden=HIDDEN, reference=reference_triage,

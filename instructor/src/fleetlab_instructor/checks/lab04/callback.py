@@ -3,7 +3,8 @@
 The hidden case runs a failure under another error name, a step longer than
 a 4 s heartbeat window, and a failure that comes after TimeoutSeconds, so a
 worker fitted to the public steps (a hard-coded error name) does not pass.
-The reference is the library's own callback worker, ``answer_task``.
+The reference beats every third of the heartbeat window while the step runs, then answers and
+drops a dead token's refusal.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from fleetlab.core.errors import StepFailed
 from fleetlab.course.checks.lab04.callback import QUICK_HEARTBEAT, STEP_OUTPUT, Step, Steps
 from fleetlab.course.experiments.callbacks import answers, fails
 from fleetlab.services.stepfunctions import callbacks
-from fleetlab.services.stepfunctions.worker import DEAD_TOKEN_ERRORS, answer_task
+from fleetlab.services.stepfunctions.worker import DEAD_TOKEN_ERRORS
 from fleetlab_instructor.checks import InstructorSide, RightAnswer, WrongAnswer
 
 HIDDEN = (
@@ -44,6 +45,19 @@ def _run(work):
         return work(), None
     except StepFailed as failed:
         return None, failed
+
+
+def reference_worker(sfn, token, work, heartbeat_seconds, clock):
+    """Beats every third of ``heartbeat_seconds`` while ``work`` runs, then answers; a dead token is dropped."""
+    with clock.every(heartbeat_seconds / 3, lambda: _beat_quietly(sfn, token)):
+        output, failure = _run(work)
+    try:
+        _answer(sfn, token, output, failure)
+    except ClientError as refused:
+        if refused.response["Error"]["Code"] not in DEAD:
+            raise
+        return "dropped"
+    return "failed" if failure else "succeeded"
 
 
 def with_exception_classes(sfn, token, work, heartbeat_seconds, clock):
@@ -201,6 +215,13 @@ RIGHT_ANSWERS = (
     RightAnswer("fleetlab's callback helpers", with_library_helpers),
 )
 
+
+def the_librarys_worker(sfn, token, work, heartbeat_seconds, clock):
+    from fleetlab.services.stepfunctions.worker import answer_task
+
+    return answer_task(sfn, token, work, heartbeat_seconds, clock)
+
+
 WRONG_ANSWERS = (
     WrongAnswer("never beats", never_beats, "no SendTaskHeartbeat came"),
     WrongAnswer("beats once per HeartbeatSeconds", beats_every_window, "gaps of up to"),
@@ -211,7 +232,9 @@ WRONG_ANSWERS = (
     WrongAnswer("sends the output as text", output_as_text, "not the step's output"),
     WrongAnswer("a heartbeat that outlives its step", heartbeat_outlives_the_step, "kept beating"),
     WrongAnswer("a hard-coded error name", hard_coded_error_name, "never matched", public=False),
+    WrongAnswer("the library's answer_task", the_librarys_worker,
+                "calls `fleetlab.services.stepfunctions.worker.answer_task`"),
 )
 
-SIDE = InstructorSide("04.callback", hidden=HIDDEN, reference=answer_task,
+SIDE = InstructorSide("04.callback", hidden=HIDDEN, reference=reference_worker,
                       right_answers=RIGHT_ANSWERS, wrong_answers=WRONG_ANSWERS)

@@ -13,7 +13,7 @@ from typing import Any
 import numpy
 
 from fleetlab.composition.scaling.capacity import DAY
-from fleetlab.course.checks.lab05.bill import Fleet, slips
+from fleetlab.course.checks.lab05.bill import Fleet
 from fleetlab_instructor.checks import InstructorSide, RightAnswer, WrongAnswer
 
 HIDDEN = (
@@ -53,8 +53,31 @@ RIGHT_ANSWERS = (
 
 
 def _slip(name: str) -> Any:
-    """An answer that makes the slip ``name`` of the public harness's ``slips``."""
-    return lambda cpm, steps, seconds, prices: slips(Fleet("", cpm, steps, seconds, tuple(prices.items())))[name]
+    """An answer that makes the slip ``name`` of the public harness's ``slips``, in a learner's own arithmetic."""
+
+    def answer(cpm: float, steps: int, seconds: float, prices: Mapping[str, float]) -> tuple[float, float]:
+        def bill(sqs: float = 2, events: float = 1, dynamodb: float = 1, day: float = cpm * steps * 1440) -> float:
+            return day * (sqs * prices["sqs"] + events * prices["events"] + dynamodb * prices["dynamodb"]) / 1e6
+
+        in_flight = cpm * steps / 60 * seconds
+        return {
+            "conversations": (cpm / 60 * seconds, bill(day=cpm * 1440)),
+            "per-minute": (cpm * steps * seconds, bill()),
+            "hour": (in_flight, bill(day=cpm * steps * 60)),
+            "one-sqs-call": (in_flight, bill(sqs=1)),
+            "per-request": (in_flight, bill(events=0.1)),
+            "no-write": (in_flight, bill(dynamodb=0)),
+            "per-call": (in_flight, bill() * 1e6),
+        }[name]
+
+    return answer
+
+
+def the_librarys_bill(conversations_per_minute, steps, step_seconds, prices):
+    from fleetlab.composition.scaling.capacity import capacity, daily_bill
+
+    fleet = capacity(conversations_per_minute, steps, step_seconds)
+    return fleet.in_flight_steps, sum(daily_bill(fleet, prices).values())
 
 
 WRONG_ANSWERS = (
@@ -68,6 +91,8 @@ WRONG_ANSWERS = (
     WrongAnswer("the bill only", lambda cpm, steps, seconds, prices: 26.19, "return two numbers"),
     WrongAnswer("the seed's fleet, hard-coded", lambda cpm, steps, seconds, prices: (11_250, 26.19),
                 "steps in flight"),
+    WrongAnswer("the library's capacity and daily_bill", the_librarys_bill,
+                "calls `fleetlab.composition.scaling.capacity.capacity`"),
 )
 
 SIDE = InstructorSide("05.bill", hidden=HIDDEN, reference=reference_bill,

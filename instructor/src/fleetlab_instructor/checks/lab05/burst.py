@@ -85,6 +85,13 @@ def _with_mistake(mistake: str) -> Any:
     return lambda current, visible, in_flight, q, low, high: rules.desired(current, visible, in_flight, q, low, high)
 
 
+def the_librarys_proposal(current, visible, in_flight, queue_length, min_replicas, max_replicas):
+    from fleetlab.composition.scaling.hpa import HpaSettings, average_value_proposal, tolerances_for
+
+    proposal = average_value_proposal(visible + in_flight, queue_length, current, tolerances_for(None, HpaSettings()))
+    return max(min_replicas, min(max_replicas, proposal.replicas, max(2 * current, 4)))
+
+
 WRONG_ANSWERS = (
     WrongAnswer("counts only the visible messages", _with_mistake("in-flight"), "in flight"),
     WrongAnswer("no tolerance band", _with_mistake("tolerance"), "inside the tolerance band"),
@@ -100,6 +107,8 @@ WRONG_ANSWERS = (
     WrongAnswer("a hard-coded queueLength of 5",
                 lambda c, v, f, q, low, high: reference_desired(c, v, f, 5, low, high), "the metric is", public=False),
     WrongAnswer("no minReplicaCount clamp", _with_mistake("clamp-min"), "minReplicaCount is 2", public=False),
+    WrongAnswer("the library's HPA proposal", the_librarys_proposal,
+                "calls `fleetlab.composition.scaling.hpa.average_value_proposal`"),
 )
 
 SIDE = InstructorSide("05.burst", hidden=HIDDEN, reference=reference_desired,

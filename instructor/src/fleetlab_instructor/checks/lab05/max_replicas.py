@@ -39,6 +39,8 @@ WRONG_ANSWERS = (
     WrongAnswer("one pod short, for headroom", lambda quota, reserved, c: (quota - reserved) // c - 1,
                 "one more pod still fits"),
     WrongAnswer("a hard-coded 51", lambda quota, reserved, c: 51, "lie idle"),
+    WrongAnswer("ten pods short, for a lot of headroom", lambda quota, reserved, c: (quota - reserved) // c - 10,
+                "10 more pods still fit"),
 )
 
 SIDE = InstructorSide("05.max_replicas", hidden=HIDDEN, reference=reference_max_replicas,

@@ -53,7 +53,6 @@ def _horizon(facts: Mapping[str, Any]) -> float:
 RIGHT_ANSWERS = (
     RightAnswer("the runbook's horizon even where the archive keeps less",
                 lambda f: _age(f) + _retention(f) + _horizon(f)),
-    RightAnswer("the library's DuplicateSources", lambda f: DuplicateSources.from_facts(f).safe_window()),
     RightAnswer("a day to spare", lambda f: reference_window(f) + DAY),
     RightAnswer("an integer number of seconds", lambda f: int(reference_window(f))),
     RightAnswer("a numpy float", lambda f: numpy.float64(reference_window(f))),
@@ -70,11 +69,16 @@ WRONG_ANSWERS = (
     WrongAnswer("the archive's retention as the horizon (0 means forever)",
                 lambda f: _age(f) + _retention(f) + DAY * (f["archive"] or {}).get("RetentionDays", 0), "ran again"),
     WrongAnswer("a flat 30 days", lambda f: 30 * DAY, "grows"),
+    WrongAnswer("adds the retention as SQS returns it (a string)",
+                lambda f: _age(f) + f["queue"]["MessageRetentionPeriod"] + _horizon(f), "come as strings"),
+    WrongAnswer("the whole window in days", lambda f: reference_window(f) / DAY, "read as days"),
     WrongAnswer("the visibility timeout instead of the retention",
                 lambda f: _age(f) + int(f["queue"]["VisibilityTimeout"]) + _horizon(f), "ran again"),
     WrongAnswer("no RetryPolicy read as no retries",
                 lambda f: (f["retry_policy"] or {}).get("MaximumEventAgeInSeconds", 0) + _retention(f) + _horizon(f),
                 "ran again", public=False),
+    WrongAnswer("the library's DuplicateSources", lambda f: DuplicateSources.from_facts(f).safe_window(),
+                "calls `fleetlab.services.state.window.DuplicateSources.from_facts`"),
 )
 
 SIDE = InstructorSide("06.window", hidden=HIDDEN, reference=reference_window,

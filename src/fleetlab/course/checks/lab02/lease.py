@@ -239,6 +239,7 @@ def _play_throttled(run: _LeaseRun, key: str) -> str:
     ],
     hidden_cases=3,
     timeout=15,
+    implemented_by=("fleetlab.services.state.idempotency.IdempotencyStore.claim",),
 )
 def check_lease(answer: Any, case: LeaseStory, ctx: Any) -> CaseOutcome:
     """Play the story's claims on a fresh table; judge each against the key's state just before it."""

@@ -44,6 +44,10 @@ def _why_latest(case: Horizon) -> str:
     ],
     hidden_cases=3,
     timeout=5,
+    implemented_by=(
+        "fleetlab.services.state.window.DuplicateSources.safe_window",
+        "fleetlab.services.state.window.DuplicateSources.latest_duplicate",
+    ),
 )
 def check_window(answer: Any, case: Horizon, ctx: Any) -> CaseOutcome:
     """Arithmetic only: the window covers retries + retention + replays, and stays within ten times that."""

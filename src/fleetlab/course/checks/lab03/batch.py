@@ -62,9 +62,11 @@ def interleaved_steps(steps: int, conversations: int = 1) -> tuple[str, ...]:
     hidden_cases=4,
     timeout=40,
     side_by_side=True,
+    implemented_by=("fleetlab.services.sqs.esm.partial_batch_response",),
 )
 def check_batch(answer: Any, case: Batch, ctx: Any) -> CaseOutcome:
-    """Run the learner's response builder inside the ESM on a real queue until it is empty; judge each invocation."""
+    """Run the learner's response builder inside the event source mapping on a real queue until it is empty;
+    judge each invocation."""
     backend = ctx.backend
     failing = dict(case.failing)
     run = _Run()
@@ -192,35 +194,38 @@ def _judge_invocation(case: Batch, invocation: _Invocation) -> str:
                         "On a FIFO queue, run the records in order until one fails")
     for trace in invocation.records:
         if trace in invocation.failed and trace not in reported:
-            return (f"{trace} failed, and your response did not report it: the ESM deleted it as done, so it is "
-                    "lost (never retried, never parked)")
+            return (f"{trace} failed, and your response did not report it: the event source mapping deleted it as "
+                    "done, so it is lost (never retried, never parked)")
         if trace not in invocation.ran and trace not in reported:
-            return (f"{trace} never ran and your response did not report it: the ESM deleted it unprocessed, "
-                    "so it is lost")
+            return (f"{trace} never ran and your response did not report it: the event source mapping deleted it "
+                    "unprocessed, so it is lost")
         if trace in invocation.ran and trace not in invocation.failed and trace in reported:
             return f"you reported {trace} failed though it succeeded: it comes back and runs again (a duplicate)"
     return ""
 
 
 def _reported(invocation: _Invocation) -> tuple[set[str], str]:
-    """The traces the response names, or why the ESM could not read it (then it retries the whole batch)."""
+    """The traces the response names, or why the event source mapping could not read it (then it retries the
+    whole batch)."""
     response = invocation.response
     if response is None or response == {}:
         return set(), ""
     failures = response.get("batchItemFailures") if isinstance(response, dict) else None
     if not isinstance(failures, list):
-        return set(), (f"your function returned {_short(response)}, not {{'batchItemFailures': [...]}}: the ESM "
-                       "cannot read it and returns the whole batch. Return {'batchItemFailures': "
+        return set(), (f"your function returned {_short(response)}, not {{'batchItemFailures': [...]}}: the event "
+                       "source mapping cannot read it and returns the whole batch. Return {'batchItemFailures': "
                        "[{'itemIdentifier': record['messageId']}, ...]}")
     not_objects = [entry for entry in failures if not isinstance(entry, dict)]
     if not_objects:
-        return set(), (f"batchItemFailures holds {_short(not_objects[0])}, not an object, so the ESM cannot read it "
-                       "and returns the whole batch; each entry is {'itemIdentifier': record['messageId']}")
+        return set(), (f"batchItemFailures holds {_short(not_objects[0])}, not an object, so the event source "
+                       "mapping cannot read it and returns the whole batch; each entry is "
+                       "{'itemIdentifier': record['messageId']}")
     names = [entry.get("itemIdentifier") for entry in failures]
     unknown = [name for name in names if name not in invocation.by_id]
     if unknown:
         return set(), (f"batchItemFailures names {_short(unknown[0])}, which is no messageId of this batch, so the "
-                       "ESM returns the whole batch; each entry is {'itemIdentifier': record['messageId']}")
+                       "event source mapping returns the whole batch; each entry is "
+                       "{'itemIdentifier': record['messageId']}")
     return {invocation.by_id[name] for name in names}, ""
 
 

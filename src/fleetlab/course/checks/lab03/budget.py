@@ -7,9 +7,11 @@ goes down for ``outage_seconds``, and runs a worker: every good step must be
 done, none parked while the outage ran. A poison step must be parked within
 the deadline, judged by SQS's rule (it is parked after maxReceiveCount
 receives, one every ``retry_seconds``; lab 03 shows the backend's). The DLQ retention is
-judged by SQS's rule: a message's age counts from its first enqueue, so a
-step that sat in the source queue for its whole retention and was then
-parked must still be in the DLQ ``triage_seconds`` later.
+judged by SQS's rule for a standard queue (the harness's kind): a message's
+age counts from its first enqueue, so a step that sat in the source queue for
+its whole retention and was then parked must still be in the DLQ
+``triage_seconds`` later. (A FIFO queue restarts the count when the message
+moves to its DLQ; these cases do not use one.)
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 from fleetlab.backends.resources import Resources
 from fleetlab.composition.topology import WorkQueue
 from fleetlab.core.errors import InvalidInput, ModelError
+from fleetlab.course.checks import hints
 from fleetlab.core.ledger import EffectsLedger
 from fleetlab.course.experiments.poison import send_steps
 from fleetlab.course.grading.registry import Case, CaseOutcome, register
@@ -86,7 +89,7 @@ def check_budget(answer: Any, case: Facts, ctx: Any) -> CaseOutcome:
                                   f"{duration(case.poison_deadline_seconds)}")
     needed = case.source_retention_seconds + case.triage_seconds
     if retention < needed:
-        return CaseOutcome(False, _too_short(case, retention))
+        return CaseOutcome(False, _too_short(case, retention) + hints.unit_slip(retention, needed, RETENTION_RANGE[1]))
     return CaseOutcome(True, f"maxReceiveCount {max_receive_count} rides out a {duration(case.outage_seconds)} outage "
                              f"and parks poison after {duration(parked_after)}; the DLQ keeps {duration(retention)}")
 
@@ -158,17 +161,23 @@ def _parked_good_work(case: Facts, max_receive_count: int, run: _Outage) -> str:
     receives = run.failed_receives.get(first, [])
     when = ", ".join(f"+{duration(round(at))}" for _, at in receives) or "never"
     failing = math.ceil(case.outage_seconds / case.retry_seconds)
+    last = receives[-1][1] if receives else 0.0
+    next_receive = last + case.retry_seconds + 1  # the harness polls once a visibility timeout and a second
+    after_outage = next_receive >= case.outage_seconds
+    parked = (f"its next receive, at +{duration(round(next_receive))}, came after the outage and would have "
+              "succeeded, but SQS moved it to the DLQ instead" if after_outage else
+              f"SQS moved it to the DLQ on its next receive, at +{duration(round(next_receive))}, still in the outage")
     return (f"{len(run.parked_good)} good steps parked: with maxReceiveCount {max_receive_count}, {first} failed on "
-            f"receives at {when} while the provider was down ({duration(case.outage_seconds)}), and SQS parked it on the "
-            f"next receive, before the outage ended. With a retry every {duration(case.retry_seconds)}, up to {failing} "
-            f"receives can fall in the outage: allow those and one more")
+            f"receives at {when} while the provider was down ({duration(case.outage_seconds)}); {parked}. With a "
+            f"retry every {duration(case.retry_seconds)}, up to {failing} receives can fall in the outage: allow "
+            "those and one more")
 
 
 def _too_short(case: Facts, retention: float) -> str:
     left = retention - case.source_retention_seconds
     gone = f"{duration(left)} after it is parked" if left > 0 else "as soon as it is parked"
     return (f"a step can wait {duration(case.source_retention_seconds)} in the source queue (its retention) before it "
-            f"fails and is parked. SQS counts its age from when it was first sent (its SentTimestamp travels to the "
-            f"DLQ), so a DLQ that keeps {duration(retention)} deletes it {gone}, and triage "
+            f"fails and is parked. On a standard queue like this one, SQS counts its age from when it was first sent "
+            f"(its SentTimestamp travels to the DLQ), so a DLQ that keeps {duration(retention)} deletes it {gone}, and triage "
             f"can take {duration(case.triage_seconds)}: keep at least "
             f"{duration(case.source_retention_seconds + case.triage_seconds)}")

@@ -10,9 +10,11 @@ parking what fails again. It judges the order of the learner's moves and
 healthy canary every parked step took effect exactly once; after a failed
 one nothing more was moved; never a step lost or run twice.
 
-One case kills the redrive right after its first send or delete (the
-library's ``CrashAfter``), between a move's two calls, and lets the workers
-run on: no step may be lost. A step both on the work queue and back in the
+One case kills the redrive right after its first send or delete once the
+canary's ``process()`` has run (the library's ``CrashAfter``), between two
+calls of a move of the rest, and lets the workers run on: no step may be
+lost. A redrive that stops (or fails) before that point is judged as if
+nothing had crashed, so it passes only by redriving every step. A step both on the work queue and back in the
 DLQ is fine there: SQS delivers at least once, so a consumer deletes a
 message only once what it asks for is done (here: the send), and the
 idempotent worker downstream absorbs the duplicate.
@@ -44,7 +46,7 @@ MOVES = ("send_message", "send_message_batch", "delete_message", "delete_message
 class Parked(Case):
     """``parked`` steps in the DLQ; the fix covers all but every ``still_failing``-th of them (0: all fixed).
 
-    With ``crash`` the redrive is killed right after its first send or delete.
+    With ``crash`` the redrive is killed right after its first send or delete after the canary's process().
     """
 
     parked: int = 30
@@ -65,12 +67,17 @@ class Parked(Case):
     public=[
         Parked("the fix works: 30 parked steps, a canary of 5", 30, 5, 0),
         Parked("the fix does not work yet: 30 parked steps, a canary of 5", 30, 5, 1),
-        Parked("the redrive is killed right after its first send or delete: 12 parked steps, a canary of 4", 12, 4,
-               0, crash=True),
+        Parked("the redrive is killed moving the rest, right after a send or delete: 12 parked steps, a canary of 4",
+               12, 4, 0, crash=True),
     ],
     hidden_cases=3,
     timeout=40,
     side_by_side=True,
+    implemented_by=(
+        "fleetlab.services.sqs.redrive.canary_redrive",
+        "fleetlab.services.sqs.redrive.redrive",
+        "fleetlab.services.sqs.redrive.move",
+    ),
 )
 def check_redrive(answer: Any, case: Parked, ctx: Any) -> CaseOutcome:
     """Park the steps, run the learner's redrive against recorded calls and a real process(), judge the story."""
@@ -95,10 +102,12 @@ def check_redrive(answer: Any, case: Parked, ctx: Any) -> CaseOutcome:
             journal.events.append(("process", journal.sent(log)))
             result = drain(backend, queue, step, ledger=journal.ledger)
             journal.results.append(result)
+            if killer is not None:
+                killer.arm()  # the crash lands in moving the rest
             return result
 
         log = CallLog(backend.client("sqs"), backend.clock)
-        killer = CrashAfter(log.client, MOVES, who="the redrive") if case.crash else None
+        killer = CrashAfter(log.client, MOVES, who="the redrive", armed=False) if case.crash else None
         try:
             answer(killer or log.client, queue.dlq_url, queue.url, case.canary_size, process)
         except WorkerCrashed:
@@ -183,17 +192,17 @@ def _judge(case: Parked, steps: list[str], broken: set[str], journal: _Journal, 
 
 
 def _judge_crash(crashed_after: str, steps: list[str], journal: _Journal, in_dlq: list[str]) -> CaseOutcome:
-    """The redrive was killed right after ``crashed_after``: every step must have taken effect or be parked still."""
+    """The redrive was killed moving the rest, right after ``crashed_after``: no step may be lost."""
     parked = set(in_dlq)
     lost = sorted(trace for trace in steps if journal.ledger.count(trace) == 0 and trace not in parked)
     if lost:
         more = f" (and {len(lost) - 1} more)" if len(lost) > 1 else ""
-        return CaseOutcome(False, f"your redrive was killed right after its first {crashed_after}, between a move's "
-                                  f"two calls, and {lost[0]}{more} is gone: deleted from the DLQ and never sent to the "
-                                  "queue. Send each message to the queue first and delete it from the DLQ after: a "
+        return CaseOutcome(False, f"your redrive was killed moving the rest, right after a {crashed_after}, between "
+                                  f"a move's two calls, and {lost[0]}{more} is gone: deleted from the DLQ and never "
+                                  "sent to the queue. Send each message to the queue first and delete it from the DLQ after: a "
                                   "crash in between then leaves a copy in both, and the idempotent worker absorbs the "
                                   "duplicate. SQS delivers at least once, so AWS's rule holds for every consumer: "
                                   "delete a message only once what it asks for is done")
     both = sum(1 for trace in parked if journal.ledger.count(trace))
-    return CaseOutcome(True, f"killed right after its first {crashed_after}: no step lost (steps that ran and are "
-                             f"back in the DLQ too: {both}, duplicates the idempotent worker absorbs)")
+    return CaseOutcome(True, f"killed moving the rest, right after a {crashed_after}: no step lost (steps that ran "
+                             f"and are back in the DLQ too: {both}, duplicates the idempotent worker absorbs)")

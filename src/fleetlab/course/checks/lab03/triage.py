@@ -22,6 +22,7 @@ from typing import Any
 
 from fleetlab.composition.topology import experiment_queue
 from fleetlab.core.errors import InvalidInput
+from fleetlab.course.checks import hints
 from fleetlab.course.experiments.poison import step_body
 from fleetlab.course.grading.calls import CallLog
 from fleetlab.course.grading.registry import Case, CaseOutcome, register
@@ -72,6 +73,11 @@ def _records(case: Backlog) -> list[str]:
     hidden_cases=4,
     timeout=30,
     side_by_side=True,
+    implemented_by=(
+        "fleetlab.services.sqs.dlq.triage",
+        "fleetlab.services.sqs.dlq.parked",
+        "fleetlab.services.sqs.dlq.peek",
+    ),
 )
 def check_triage(answer: Any, case: Backlog, ctx: Any) -> CaseOutcome:
     """Park the backlog, run the learner's triage through a recording client, judge the counts and the DLQ after."""
@@ -89,8 +95,15 @@ def check_triage(answer: Any, case: Backlog, ctx: Any) -> CaseOutcome:
         log = CallLog(backend.client("sqs"), backend.clock)
         budget = _Budget(log.client, receives=4 * math.ceil(len(codes) / 10) + 10,
                          sizes=SAMPLED_SIZES if case.sampled else ())
-        returned = answer(budget, queue.dlq_url)
-        log.close()
+        try:
+            returned = answer(budget, queue.dlq_url)
+        except KeyError as exc:
+            said = hints.explained_error(exc, answer, __file__, _no_message_attributes)
+            if not said:
+                raise
+            return CaseOutcome(False, said)
+        finally:
+            log.close()
         left, visible = messages.held(backend, queue.dlq_url), messages.depth(backend, queue.dlq_url)
     expected = Counter(codes)
     if left < len(codes):
@@ -175,7 +188,8 @@ def _miscounted(counts: Counter, expected: Counter, log: CallLog, budget: _Budge
                 "until you are done (a VisibilityTimeout of a minute), then put it all back")
     if not any(_asks_attributes(call.params) for call in receives) and (counts.get(UNKNOWN) or total):
         return (f"{said}: ReceiveMessage returns message attributes only when asked: pass "
-                "MessageAttributeNames=['All'] (ERROR_CODE is a message attribute, not a system one)")
+                "MessageAttributeNames=['All'] (ERROR_CODE is one of the message attributes the pipeline set when "
+                "it parked the step)")
     if got < total and budget.short:
         return (f"{said}: you read {got} of the {total} records; a receive can return fewer records than it asks "
                 "for while more wait (SQS samples its servers), so only a receive that returns none means done")
@@ -190,3 +204,10 @@ def _miscounted(counts: Counter, expected: Counter, log: CallLog, budget: _Budge
 def _asks_attributes(params: dict[str, Any]) -> bool:
     names = params.get("MessageAttributeNames") or []
     return any(name in ("All", ".*", dlq.ERROR_CODE) for name in names)
+
+
+def _no_message_attributes(exc: BaseException) -> str:
+    if exc.args != ("MessageAttributes",):
+        return ""
+    return ("a record SQS moved to the DLQ itself (after maxReceiveCount receives) carries no message attributes, so "
+            "it has no MessageAttributes key; count it as UNKNOWN: message.get('MessageAttributes', {})")

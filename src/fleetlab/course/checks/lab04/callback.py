@@ -143,6 +143,7 @@ CALLBACK_SIGNATURE = "complete_task(sfn, token, work, heartbeat_seconds, clock)"
     function="complete_task",
     parameters="sfn, token, work, heartbeat_seconds, clock",
     timeout=30,
+    implemented_by=("fleetlab.services.stepfunctions.worker.answer_task",),
 )
 def check_callback(answer: Any, case: Steps, ctx: Any) -> CaseOutcome:
     problem = _signature_problem(answer, 5, CALLBACK_SIGNATURE)
@@ -186,8 +187,8 @@ def _judge_step(step: Step, run: CallbackRun, watch: _Watch) -> str:
         return (f"the {step.name}: your worker sent {len(answered)} answers on one token (refused: {refusals}): "
                 "a dead token never comes back to life; answer once and drop the refusal")
     if not step.late:
-        problem = _judge_heartbeat(step, run, mine, _first_act(mine, watch.working.get(token)),
-                                   _timer_ran_out_at(run))
+        working = watch.working.get(token)
+        problem = _judge_heartbeat(step, run, mine, _first_act(mine, working), _timer_ran_out_at(run), working)
         if problem:
             return problem
     if token in watch.raised:
@@ -220,13 +221,17 @@ _RUN_AGAIN = (_GAP, _HANDED_LATE)
 
 
 def _judge_heartbeat(step: Step, run: CallbackRun, mine: list[Call], acting: float | None,
-                     ran_out: float | None) -> str:
+                     ran_out: float | None, working: float | None) -> str:
     gap = _longest_gap(mine, acting, ran_out)
     if gap is None or gap <= MAX_GAP_SHARE * step.heartbeat_seconds:
         return ""
-    beats = sum(c.call == "SendTaskHeartbeat" for c in mine)
-    what = "no SendTaskHeartbeat came" if beats == 0 else f"your heartbeats left gaps of up to {gap:.2f} s"
+    beats = [c.at for c in mine if c.call == "SendTaskHeartbeat"]
     outcome = f"the timer ran out ({run.error})" if run.status == "FAILED" else "the timer nearly ran out"
+    if len(beats) == 1 and working is not None and beats[0] <= working:
+        return (f"the {step.name} ({step.behaviour.seconds:g} s) {_GAP} {step.heartbeat_seconds}: your worker "
+                f"beat once, before the work began, and never during it, so {outcome}. clock.every(interval, beat) "
+                "takes the function itself and calls it each interval: pass beat, not beat()")
+    what = "no SendTaskHeartbeat came" if not beats else f"your heartbeats left gaps of up to {gap:.2f} s"
     return (f"the {step.name} ({step.behaviour.seconds:g} s) {_GAP} {step.heartbeat_seconds}: "
             f"{what}, so {outcome}; beat well inside the window, every third of it")
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fleetlab.core.errors import AslError
-from fleetlab.course.checks.lab04.common import AWS_HEARTBEAT_ERROR, HEARTBEAT_ERRORS
+from fleetlab.course.checks.lab04.common import AWS_HEARTBEAT_ERROR, HEARTBEAT_ERRORS, refused_task
 from fleetlab.course.experiments.callbacks import Behaviour, CallbackBench, answers, dies
 from fleetlab.course.grading.registry import Case, CaseOutcome, register
 from fleetlab.services.stepfunctions import asl, machines
@@ -105,7 +105,7 @@ def check_catch(answer: Any, case: Outage, ctx: Any) -> CaseOutcome:
         # answer nothing, and keeps a loaded emulator's late timer from reading as the block's mistake
         run = bench.run(machine, *case.behaviours, label="outage", wait=ctx.remaining())
     except AslError as refused:
-        return CaseOutcome(False, f"Step Functions would refuse the task with your block: {refused}")
+        return CaseOutcome(False, f"Step Functions would refuse the task with your block: {refused_task(refused)}")
     finally:
         bench.close()
     if run.status != "SUCCEEDED":

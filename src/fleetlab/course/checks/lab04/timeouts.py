@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fleetlab.core.errors import AslError, InvalidInput
+from fleetlab.course.checks.lab04.common import refused_task
 from fleetlab.course.experiments.callbacks import CallbackBench, Plan, calls, model_call_steps, percentile
 from fleetlab.course.grading.registry import Case, CaseOutcome, register
 from fleetlab.course.grading.values import seconds
@@ -119,7 +120,7 @@ def _refused_by_aws(timeout: int, heartbeat: int) -> str:
         machines.callback_definition("https://sqs.us-east-1.amazonaws.com/123456789012/tokens",
                                      timeout_seconds=timeout, heartbeat_seconds=heartbeat)
     except AslError as refused:
-        return f"Step Functions would refuse this task: {refused}"
+        return f"Step Functions would refuse this task: {refused_task(refused)}"
     return ""
 
 

@@ -124,6 +124,10 @@ def _figures(returned: Any) -> tuple[float, float]:
     ],
     hidden_cases=2,
     timeout=5,
+    implemented_by=(
+        "fleetlab.composition.scaling.capacity.capacity",
+        "fleetlab.composition.scaling.capacity.daily_bill",
+    ),
 )
 def check_bill(answer: Any, case: Fleet, ctx: Any) -> CaseOutcome:
     """Arithmetic only: both figures within 1% (or a cent, or one step) of the capacity arithmetic."""

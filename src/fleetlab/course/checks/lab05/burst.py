@@ -202,6 +202,11 @@ def _worked(args: tuple[int, ...]) -> str:
     ],
     hidden_cases=4,
     timeout=30,
+    implemented_by=(
+        "fleetlab.composition.scaling.hpa.Hpa.sync",
+        "fleetlab.composition.scaling.hpa.Hpa.propose",
+        "fleetlab.composition.scaling.hpa.average_value_proposal",
+    ),
 )
 def check_burst(answer: Any, case: Burst, ctx: Any) -> CaseOutcome:
     """Run a burst on a real queue with the learner's function as the HPA; judge every sync."""

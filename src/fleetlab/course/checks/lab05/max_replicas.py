@@ -47,9 +47,11 @@ def _judge(case: Quota, cap: int) -> CaseOutcome:
                                   f"throttling")
     unused = free - asked
     if unused >= case.pod_concurrency:
+        more = unused // case.pod_concurrency
+        fits = "one more pod still fits" if more == 1 else f"{more} more pods still fit"
         return CaseOutcome(False, f"maxReplicaCount {cap}: {cap} pods x {case.pod_concurrency} steps use {asked} "
                                   f"of {quota}: {unused} calls lie idle while documents wait in the queue; "
-                                  f"one more pod still fits")
+                                  f"{fits} ({unused} // {case.pod_concurrency})")
     return CaseOutcome(True, f"maxReplicaCount {cap}: {asked} of {free} free model calls at the peak, "
                              f"nothing throttled")
 

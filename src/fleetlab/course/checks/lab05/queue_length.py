@@ -60,7 +60,7 @@ def _judge(case: LoadTest, queue_length: int, replicas: int) -> CaseOutcome:
     fleet = (f"with queueLength {queue_length} the HPA took the fleet to {_count(replicas, 'replica')} for "
              f"{documents} documents, and stopped there: {_count(replicas, 'pod')} of {pod} steps have room for "
              f"{slots}")
-    law = (f"a pod of this load test works {case.steps_per_minute:g} steps/min x {case.mean_step_seconds:g} s "
+    law = (f"a pod of this load test works {case.steps_per_minute:g} steps/min / 60 x {case.mean_step_seconds:g} s "
            f"= {measured:.2f} steps at once (Little's law)")
     asked = f"the {_count(queue_length, 'message')} per replica you asked for"
     if slots < documents:

@@ -145,6 +145,7 @@ def _judge_traffic(bench: ReplayBench, pattern: dict[str, Any], case: Traffic) -
     hidden_cases=1,
     timeout=20,
     answer="billing_pattern",
+    implemented_by=("fleetlab.services.events.replay.excluding_replays",),
 )
 def check_pattern(answer: Any, case: Traffic, ctx: Any) -> CaseOutcome:
     try:

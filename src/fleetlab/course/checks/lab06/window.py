@@ -16,6 +16,7 @@ from fleetlab.backends.resources import Resources
 from fleetlab.composition.topology import DAY, IDEMPOTENCY_KEYS
 from fleetlab.core.clock import library_clock
 from fleetlab.core.errors import InvalidInput
+from fleetlab.course.checks import hints
 from fleetlab.course.experiments.replay import COMPLETED_STEPS, configuration_facts
 from fleetlab.course.grading.registry import Case, CaseOutcome, register
 from fleetlab.course.grading.values import duration, seconds
@@ -84,6 +85,11 @@ def _store_test(window: float, sources: DuplicateSources, ctx: Any) -> CaseOutco
     timeout=20,
     function="safe_window",
     parameters="facts",
+    implemented_by=(
+        "fleetlab.services.state.window.DuplicateSources.safe_window",
+        "fleetlab.services.state.window.DuplicateSources.latest_duplicate",
+        "fleetlab.services.state.window.DuplicateSources.from_facts",
+    ),
 )
 def check_window(answer: Any, case: Setup, ctx: Any) -> CaseOutcome:
     facts = _facts(case, ctx)
@@ -91,6 +97,11 @@ def check_window(answer: Any, case: Setup, ctx: Any) -> CaseOutcome:
         window = seconds(answer(facts), returned_by="safe_window", example="1_000_000")
     except InvalidInput as problem:
         return CaseOutcome(False, str(problem))
+    except TypeError as exc:
+        said = hints.explained_error(exc, answer, __file__, lambda error: _a_string_from_sqs(error, facts))
+        if not said:
+            raise
+        return CaseOutcome(False, said)
     if window == 0:
         return CaseOutcome(False, "safe_window returned 0; return a positive number of seconds")
     sources = DuplicateSources.from_facts(facts)
@@ -101,6 +112,14 @@ def check_window(answer: Any, case: Setup, ctx: Any) -> CaseOutcome:
                                   f"stay within twice that plus a day ({duration(limit)})")
     failed = _store_test(window, sources, ctx)
     if failed is not None:
-        return failed
+        return CaseOutcome(False, failed.diagnosis + hints.unit_slip(window, sources.latest_duplicate, limit))
     return CaseOutcome(True, f"{duration(window)} covers the last possible duplicate, "
                              f"{duration(sources.latest_duplicate)} after the first run")
+
+
+def _a_string_from_sqs(exc: BaseException, facts: dict[str, Any]) -> str:
+    if not hints.added_a_string(exc):
+        return ""
+    kept = facts["queue"]["MessageRetentionPeriod"]
+    return (f"the queue's attributes come as strings, as SQS returns them (facts['queue']['MessageRetentionPeriod'] "
+            f"is {kept!r}, not {kept}): convert it with int() before adding it to a number")

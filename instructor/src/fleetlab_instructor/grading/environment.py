@@ -1,18 +1,13 @@
-"""The environment a submission's kernel and its judge run in: no credentials, a throwaway home, no instructor's side.
+"""The environment a submission's kernel and its judge start with: no credentials, a home of its own.
 
 The kernel gets an allowlist of the grader's variables (enough to find
 Python and fleetlab), never an ``AWS_*`` one, never the opt-in to real AWS.
 The SDK's credential sources are pointed away: the shared files at a path
-that does not exist, instance metadata disabled, ``HOME`` a fresh directory.
-``FLEETLAB_BACKEND`` is ``moto``. Before the learner's first cell, IPython's
-startup file (``write_kernel_startup``) makes the instructor's package
-unimportable, so no answer can be taken from it; ``FLEETLAB_GRADED=1`` makes
-``check()`` keep the answer and run no case. The judge that computes the
-verdict (``fleetlab.course.grading.judge``) runs in the same environment and
-refuses the instructor's package too; no learner cell runs there, but the
-answers do, when a check calls them. Learner code still runs as the grader's
-user, in the kernel and in the judge: for hostile submissions, run the grader
-in a container or VM.
+that does not exist, instance metadata disabled, ``HOME`` a fresh directory
+(IPython's folder inside it). ``FLEETLAB_BACKEND`` is ``moto``;
+``FLEETLAB_GRADED=1`` makes ``check()`` keep the answer and run no case.
+The walls around the learner's code are the sandbox's
+(``fleetlab.course.judge.sandbox``): there the instructor's package is absent.
 """
 
 from __future__ import annotations
@@ -25,8 +20,7 @@ from pathlib import Path
 from fleetlab.backends.backend import open_backend
 from fleetlab.backends.fidelity.cache import TABLE_FILES, cache_folder, failed_findings, probe
 from fleetlab.backends.fidelity.table import FidelityTable
-from fleetlab.course.grading.learner import INSTRUCTOR_PACKAGE
-from fleetlab_tools.kernel_launcher import WARM_VARIABLE
+from fleetlab_tools.kernel_launcher import DIES_WITH_PARENT, WARM_VARIABLE
 
 PASSED_THROUGH = re.compile(
     r"^(PATH|LANG|LANGUAGE|LC_[A-Z]+|TZ|TMPDIR|TEMP|TMP|PYTHONPATH|VIRTUAL_ENV|CONDA_PREFIX"
@@ -56,38 +50,10 @@ def kernel_env(grader_env: Mapping[str, str], home: Path, shared: Path) -> dict[
         AWS_SHARED_CREDENTIALS_FILE=str(home / NOWHERE / "credentials"),
         AWS_CONFIG_FILE=str(home / NOWHERE / "config"),
         AWS_EC2_METADATA_DISABLED="true",
-        IPYTHONDIR=str(shared / "ipython"),
+        IPYTHONDIR=str(home / ".ipython"),
+        **{DIES_WITH_PARENT: "1"},  # a killed grader leaves no kernel behind
     )
     return env
-
-
-KERNEL_STARTUP = '''"""fleetlab's grader: in a graded kernel the instructor's package cannot be imported."""
-import importlib.abc as _abc
-import sys as _sys
-
-
-class _InstructorRefused(_abc.MetaPathFinder):
-    def find_spec(self, fullname, path, target=None):
-        if fullname == "{package}" or fullname.startswith("{package}."):
-            raise ModuleNotFoundError(
-                f"{fullname} is the instructor's side of fleetlab (hidden cases, reference answers): a graded "
-                "notebook cannot import it, and an answer taken from it scores nothing; write your own",
-                name=fullname,
-            )
-        return None
-
-
-_sys.meta_path.insert(0, _InstructorRefused())
-del _abc, _sys, _InstructorRefused
-'''.replace("{package}", INSTRUCTOR_PACKAGE)
-"""Run by IPython before a graded notebook's first cell; it imports nothing of fleetlab, so the kernel starts fast."""
-
-
-def write_kernel_startup(shared: Path) -> None:
-    """IPython's startup file for every kernel of the batch (``KERNEL_STARTUP``), under ``shared``."""
-    startup = shared / "ipython" / "profile_default" / "startup"
-    startup.mkdir(parents=True, exist_ok=True)
-    (startup / "00-fleetlab-graded.py").write_text(KERNEL_STARTUP)
 
 
 def measure_graded_backend() -> FidelityTable:

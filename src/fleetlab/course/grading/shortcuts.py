@@ -1,0 +1,306 @@
+"""An answer that calls the library function implementing its own exercise earns nothing for that check.
+
+A check names those functions (``register(implemented_by=...)``, dotted
+paths). They are recognised by their code objects, so an alias, a lazy
+import inside the answer or a wrapper around them is caught as surely as a
+direct call: a profile hook (``sys.setprofile`` in the thread that runs the
+answer, ``threading.setprofile`` for the threads started meanwhile) notes
+every call of one of those code objects.
+
+Where the hook is on: in the notebook only while the harness calls the
+answer (``Watch.wrap``), so the harness itself may use the library; in the
+grader's answer process, where nothing but the answer's code runs, for the
+whole life of the process, reset each time an answer is loaded there
+(``watch_answer_process``, ``expect``, ``taken``).
+
+An answer that is data (a pattern dict) was computed before any case ran:
+there the notebook cells that define it are read (``called_in_cells``).
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import functools
+import importlib
+import inspect
+import sys
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from types import CodeType
+from typing import Any
+
+from fleetlab.course.grading.registry import Check
+from fleetlab.course.grading.remote import process_of
+from fleetlab.course.grading.results import CheckResult, refused
+
+
+def diagnosis(names: Sequence[str]) -> str:
+    """What the learner reads when the answer called ``names``."""
+    listed = " and ".join(f"`{name}`" for name in names)
+    which = "the library's own answer to it" if len(names) == 1 else "the library's own answers to it"
+    return (f"this exercise asks for your own code, and your answer calls {listed}, {which}, so it scores "
+            "nothing; write the logic yourself (the library's version is there to compare with once yours passes)")
+
+
+def refused_shortcut(check: Check, names: Sequence[str], *, graded: bool) -> CheckResult:
+    """The verdict on an answer that called ``names`` (implementing functions of ``check``): nothing scored."""
+    return refused(check, diagnosis(names), graded=graded)
+
+
+@functools.lru_cache(maxsize=None)
+def _resolved(paths: tuple[str, ...]) -> Mapping[CodeType, str]:
+    codes: dict[CodeType, str] = {}
+    for path in paths:
+        codes[_code_of(path)] = path
+    return codes
+
+
+def implementing(check: Check) -> Mapping[CodeType, str]:
+    """The code objects of the functions ``check`` declares ``implemented_by``, each to its dotted path."""
+    return _resolved(check.implemented_by)
+
+
+def _code_of(path: str) -> CodeType:
+    """The code object of the function, method or property at dotted ``path``; LookupError when there is none."""
+    parts = path.split(".")
+    for split in range(len(parts) - 1, 0, -1):
+        try:
+            target: Any = importlib.import_module(".".join(parts[:split]))
+        except ModuleNotFoundError:
+            continue
+        for name in parts[split:]:
+            target = inspect.getattr_static(target, name, None)
+        target = getattr(target, "__func__", getattr(target, "fget", target))  # a class- or staticmethod, a property
+        code = getattr(inspect.unwrap(target), "__code__", None) if target is not None else None
+        if isinstance(code, CodeType):
+            return code
+        break
+    raise LookupError(f"implemented_by names {path!r}, which is no function of the library")
+
+
+# --- the watch ------------------------------------------------------------------------------------------------------
+
+
+class Watch:
+    """The implementing functions of one check that the answer's code called while watched (``hits``, in order)."""
+
+    def __init__(self, codes: Mapping[CodeType, str]) -> None:
+        self._hits: dict[str, None] = {}
+        self.reset(codes)
+
+    @property
+    def hits(self) -> list[str]:
+        return list(self._hits)
+
+    def reset(self, codes: Mapping[CodeType, str]) -> None:
+        """Watch for ``codes`` from now on, and forget what was seen."""
+        self._keep = tuple(codes)  # the ids below stay theirs
+        self._codes = {id(code): name for code, name in codes.items()}
+        self._hits = {}
+
+    def saw(self, frame: Any, event: str, arg: Any) -> None:
+        """A profile hook: note a call of one of the watched code objects."""
+        if event == "call" and (name := self._codes.get(id(frame.f_code))) is not None:
+            self._hits[name] = None
+
+    def wrap(self, answer: Any) -> Any:
+        """``answer`` watched while it is called; itself when nothing is watched, it is no function, or it runs in
+        another process (its own watch is there)."""
+        if not self._codes or not callable(answer) or isinstance(answer, type) or process_of(answer) is not None:
+            return answer
+
+        @functools.wraps(answer)
+        def watched(*args: Any, **kwargs: Any) -> Any:
+            with _watching(self):
+                return answer(*args, **kwargs)
+
+        return watched
+
+
+_active: list[Watch] = []
+_active_guard = threading.Lock()
+_threads_before: list[Any] = [None]  # the new threads' profile hook before the first watch began
+
+
+def _started_meanwhile(frame: Any, event: str, arg: Any) -> None:
+    for watch in tuple(_active):
+        watch.saw(frame, event, arg)
+
+
+@contextlib.contextmanager
+def _watching(watch: Watch) -> Iterator[None]:
+    """Watch this thread, and every thread started until the block ends, for ``watch``."""
+    before = sys.getprofile()
+    with _active_guard:
+        if not _active:
+            _threads_before[0] = threading.getprofile()
+            threading.setprofile(_started_meanwhile)
+        _active.append(watch)
+    sys.setprofile(watch.saw)
+    try:
+        yield
+    finally:
+        sys.setprofile(before)
+        with _active_guard:
+            _active.remove(watch)
+            if not _active:
+                threading.setprofile(_threads_before[0])
+
+
+# --- in the grader's answer process -----------------------------------------------------------------------------------
+
+_process_watch = Watch({})
+
+
+def watch_answer_process() -> None:
+    """Watch this thread and every thread started from now on (the answer process, before it serves a call)."""
+    threading.setprofile(_process_watch.saw)
+    sys.setprofile(_process_watch.saw)
+
+
+def expect(implemented_by: tuple[str, ...]) -> None:
+    """From now on, note the calls of the ``implemented_by`` functions (and forget what was noted)."""
+    _process_watch.reset(_resolved(implemented_by))
+
+
+def taken() -> list[str]:
+    """The implementing functions called since the last ``expect``."""
+    return _process_watch.hits
+
+
+# --- an answer that is data: the cells that define it ---------------------------------------------------------------
+
+
+def called_in_cells(check: Check, namespace: Mapping[str, Any]) -> list[str]:
+    """The implementing functions of ``check`` that the notebook's cells call to build its data answer.
+
+    The cells are IPython's history (``In`` in ``namespace``). What builds a
+    value is the statements that bind or change its name, from its last
+    binding on, and, the same way, the notebook variables those statements
+    read. A call there counts when what it calls, looked up in
+    ``namespace``, is an implementing function or a notebook function that
+    names one.
+    """
+    codes = implementing(check)
+    cells = namespace.get("In")
+    if not (check.answer and codes and isinstance(cells, list)):
+        return []
+    statements = [statement for tree in _parsed(cells) for statement in _statements(tree)]
+    found: list[str] = []
+    for statement in _building(statements, check.answer, namespace):
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Call):
+                for code in _codes_reached(_callee(node.func, namespace)):
+                    if code in codes and codes[code] not in found:
+                        found.append(codes[code])
+    return found
+
+
+def _parsed(cells: list[Any]) -> list[ast.Module]:
+    trees = []
+    for source in cells:
+        with contextlib.suppress(SyntaxError, ValueError, TypeError):
+            trees.append(ast.parse(source))
+    return trees
+
+
+def _statements(tree: ast.AST) -> list[ast.stmt]:
+    """The simple statements of ``tree``, in order, those inside blocks (``if``, ``for``, ``with``) included."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr)):
+            found.append(node)
+    return sorted(found, key=lambda node: (node.lineno, node.col_offset))
+
+
+def _building(statements: list[ast.stmt], name: str, namespace: Mapping[str, Any]) -> list[ast.stmt]:
+    """The statements that build ``name`` and the notebook variables they read (see ``called_in_cells``)."""
+    wanted, seen, building = [name], set(), []
+    while wanted:
+        current = wanted.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        touching = [statement for statement in statements if _changes(statement, current)]
+        bound = [index for index, statement in enumerate(touching) if _binds(statement, current)]
+        for statement in touching[bound[-1] if bound else 0:]:
+            building.append(statement)
+            wanted += [node.id for node in ast.walk(statement) if isinstance(node, ast.Name)
+                       and isinstance(node.ctx, ast.Load) and node.id in namespace
+                       and not callable(namespace[node.id]) and not inspect.ismodule(namespace[node.id])]
+    return building
+
+
+def _targets(statement: ast.stmt) -> list[ast.expr]:
+    if isinstance(statement, ast.Assign):
+        return statement.targets
+    if isinstance(statement, (ast.AnnAssign, ast.AugAssign)):
+        return [statement.target]
+    if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+        return [statement.value.func]  # name.update(...): a method that changes it
+    return []
+
+
+def _names_of(target: ast.expr) -> list[str]:
+    """The variables an assignment target (or a method call's receiver) stands on."""
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [name for item in target.elts for name in _names_of(item)]
+    while isinstance(target, (ast.Attribute, ast.Subscript, ast.Starred)):
+        target = target.value
+    return [target.id] if isinstance(target, ast.Name) else []
+
+
+def _changes(statement: ast.stmt, name: str) -> bool:
+    return any(name in _names_of(target) for target in _targets(statement))
+
+
+def _binds(statement: ast.stmt, name: str) -> bool:
+    """``name = ...`` itself, not a change of what it holds."""
+    if not isinstance(statement, (ast.Assign, ast.AnnAssign)):
+        return False
+    plain = [target for target in _targets(statement) if isinstance(target, (ast.Name, ast.Tuple, ast.List))]
+    return any(isinstance(node, ast.Name) and node.id == name for target in plain for node in ast.walk(target)
+               if not isinstance(node.ctx, ast.Load))
+
+
+def _callee(node: ast.expr, namespace: Mapping[str, Any]) -> Any:
+    """What ``node`` names: a notebook name, or an attribute of a module or class it names (nothing is run)."""
+    if isinstance(node, ast.Name):
+        return namespace.get(node.id)
+    if isinstance(node, ast.Attribute):
+        base = node.value.func if isinstance(node.value, ast.Call) else node.value  # Class(...).method(): the class
+        owner = _callee(base, namespace)
+        if inspect.ismodule(owner) or inspect.isclass(owner):
+            with contextlib.suppress(AttributeError):
+                return inspect.getattr_static(owner, node.attr)
+    return None
+
+
+def _codes_reached(value: Any, depth: int = 2) -> list[CodeType]:
+    """The code of ``value`` (a function), and of the functions a notebook function names (directly or as a
+    module's attribute), ``depth`` levels down."""
+    value = getattr(value, "__func__", value)
+    code = getattr(inspect.unwrap(value), "__code__", None) if callable(value) else None
+    if not isinstance(code, CodeType):
+        return []
+    reached = [code]
+    if depth and inspect.isfunction(value) and value.__module__ == "__main__":
+        names: set[str] = set()
+        stack = [code]
+        while stack:
+            current = stack.pop()
+            names.update(current.co_names)
+            stack += [const for const in current.co_consts if inspect.iscode(const)]
+        for name in sorted(names & value.__globals__.keys()):
+            named = value.__globals__[name]
+            if inspect.ismodule(named):
+                reached += [found for attribute in sorted(names) if (found := _code_in(named, attribute))]
+            else:
+                reached += _codes_reached(named, depth - 1)
+    return reached
+
+
+def _code_in(module: Any, name: str) -> CodeType | None:
+    value = getattr(inspect.getattr_static(module, name, None), "__code__", None)
+    return value if isinstance(value, CodeType) else None

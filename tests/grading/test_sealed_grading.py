@@ -1,0 +1,275 @@
+"""A hostile room, graded by the real ``fleetlab grade``, as root and as an ordinary user (issue 39).
+
+One batch per way of running the grader: a victim notebook with a right
+answer to ``01.visibility`` (2 points) beside attackers whose own answer is
+wrong (0 points) and whose cells or answers attack the grader, the
+instructor's side, the hidden cases or the victim. Every attack that paid
+before the sandbox is here by kind; each attacker must score exactly what
+its own answer earns (0), the victim its full score, the gradebook must be
+the grader's, no feedback may hold anything of the instructor's side, and
+no process an attacker started may outlive the batch.
+
+The ordinary user is ``nobody``: the test (run as root, as CI runs) gives it
+a mount namespace in which the interpreter under ``/root`` is reachable, and
+a folder of its own for the batch.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import pwd
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from pathlib import Path
+
+import nbformat
+import psutil
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+from fleetlab_instructor.checks.lab01.visibility import HIDDEN
+from fleetlab_instructor.grading.gradebook import LEARNER_COLUMN, MAXIMA_ROW
+from fleetlab.course.judge import sandbox
+
+REPO = Path(__file__).resolve().parents[2]
+FLEETLAB = Path(sys.executable).with_name("fleetlab")
+LAB = "01_at_least_once"
+MARKER = f"fleetlab-attack-{uuid.uuid4().hex[:8]}"
+"""On the command line of every process an attacker starts, to find any that outlived the batch."""
+RIGHT = """import math
+
+def choose_visibility(step_times):
+    ordered = sorted(step_times)
+    return math.ceil(1.5 * ordered[math.ceil(0.95 * len(ordered)) - 1])"""
+WRONG = "def choose_visibility(step_times):\n    return 30"
+CHECK = 'check("01.visibility", choose_visibility)'
+LINGER = f"""import subprocess, sys
+for _ in range(3):
+    subprocess.Popen([sys.executable, "-c", "import os, time; os.setsid(); time.sleep(300)", "{MARKER}"],
+                     start_new_session=True)"""
+"""Processes in sessions of their own, meant to outlive the kernel."""
+READ_REFERENCE = """import importlib, sys
+sys.meta_path[:] = [finder for finder in sys.meta_path if "Instructor" not in type(finder).__name__]
+try:
+    choose_visibility = importlib.import_module("fleetlab_instructor.checks").side_of("01.visibility").reference
+except ImportError:
+    pass"""
+WALK_FOR_SECRETS = """import os, pathlib
+found = []
+for top in ["/", os.path.expanduser("~"), os.getcwd(), "/tmp", "/work", "/root"]:
+    for where, folders, names in os.walk(top):
+        if where.startswith(("/proc", "/sys", "/dev", "/usr")):
+            folders[:] = []
+            continue
+        for name in names:
+            if name in ("request.json", "visibility.py") or name.endswith(".csv") or "answers" in name:
+                path = pathlib.Path(where, name)
+                try:
+                    found.append(f"{path}: {path.read_text(errors='replace')[:20000]}")
+                except OSError:
+                    pass
+secrets = "\\n".join(found)"""
+"""Every file of interest the process can read: the hidden cases' request, the instructor's checks, gradebooks,
+other learners' hand-ins."""
+ATTACKS = {
+    "reference": (WRONG, READ_REFERENCE),
+    "walker": (WRONG, WALK_FOR_SECRETS + "\nprint(secrets)\n" + """
+import shutil
+for line in secrets.splitlines():
+    if "fleetlab-answers.json" in line:
+        shutil.copy(line.split(":", 1)[0], "fleetlab-answers.json")"""),
+    "answerwalker": ("def choose_visibility(step_times):\n" + textwrap.indent(WALK_FOR_SECRETS, "    ")
+                     + "\n    raise RuntimeError(secrets or 'nothing found')", ""),
+    "forger": (WRONG, """import os, signal, pathlib
+for pid in [int(p) for p in os.listdir("/proc") if p.isdigit()]:
+    try:
+        command = pathlib.Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        continue
+    if b"judge" in command or b"fleetlab" in command or b"warm_kernels" in command:
+        try:
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+            pathlib.Path(cwd, "json.py").write_text("raise SystemExit(0)")
+        except OSError:
+            pass
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass"""),
+    "lingerer": (WRONG, LINGER + """
+import pathlib
+for name in ("../grades.csv", "../../grades.csv", "../shard-0-of-1.csv", "../../shard-1-of-2.csv"):
+    try:
+        pathlib.Path(name).write_text("learner,total\\nlingerer,99\\n")
+    except OSError:
+        pass"""),
+    "spoiler": (WRONG, """import os, pathlib
+for variable in ("IPYTHONDIR", "MPLCONFIGDIR", "FLEETLAB_FIDELITY_CACHE"):
+    folder = os.environ.get(variable)
+    if folder:
+        for target in (pathlib.Path(folder, "profile_default", "startup"), pathlib.Path(folder).parent / "ipython"
+                       / "profile_default" / "startup"):
+            try:
+                target.mkdir(parents=True, exist_ok=True)
+                (target / "00-spoil.py").write_text("raise SystemExit('spoiled')")
+            except OSError:
+                pass
+try:
+    os.kill(-1, 9)
+except OSError:
+    pass"""),
+    "hoarder": (WRONG, LINGER + """
+import os
+held = []
+try:
+    for _ in range(64):
+        held.append(bytearray(64 * 2**20))
+except MemoryError:
+    pass
+children = 0
+try:
+    for _ in range(400):
+        if os.fork() == 0:
+            import time
+            time.sleep(300)
+            os._exit(0)
+        children += 1
+except OSError:
+    pass
+print("forked", children)"""),
+}
+
+
+def notebook(answer: str, attack: str) -> nbformat.NotebookNode:
+    cells = ["from fleetlab import check", answer, *([attack] if attack else []), CHECK]
+    return new_notebook(cells=[new_markdown_cell("# Lab 01")] + [new_code_cell(source) for source in cells])
+
+
+def as_nobody(command: list[str]) -> list[str]:
+    """``command`` run as ``nobody``, in a mount namespace where the interpreter under ``/root`` is reachable."""
+    script = textwrap.dedent("""\
+        set -e
+        stage=$(mktemp -d)
+        mount --bind /root "$stage"
+        mount -t tmpfs -o mode=755 tmpfs /root
+        for entry in "$stage"/.* "$stage"/*; do
+            name=$(basename "$entry")
+            case "$name" in .|..|'*'|'.*') continue;; esac
+            if [ -d "$entry" ]; then mkdir -p "/root/$name"; else touch "/root/$name"; fi
+            mount --rbind "$entry" "/root/$name"
+        done
+        umount "$stage"
+        exec setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"
+        """)
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", *command]
+
+
+@pytest.fixture(scope="module", params=["root", "ordinary user"])
+def batch(request, tmp_path_factory):
+    """The batch graded by ``fleetlab grade``: (gradebook rows by learner, feedback texts, the out folder)."""
+    if os.geteuid() != 0:
+        pytest.skip("run as root (as CI does): the test needs to grade both as root and as `nobody`")
+    if sandbox.probe():
+        pytest.skip(f"no sandbox here: {sandbox.probe()}")
+    work = Path(tmp_path_factory.mktemp("sealed"))
+    if request.param == "ordinary user":
+        work = Path(f"/tmp/fleetlab-sealed-{uuid.uuid4().hex[:8]}")
+        work.mkdir(mode=0o755)
+        nobody = pwd.getpwnam("nobody")
+        os.chown(work, nobody.pw_uid, nobody.pw_gid)
+        request.addfinalizer(lambda: shutil.rmtree(work, ignore_errors=True))
+    submissions, out = work / "submissions", work / "out"
+    for folder in (submissions, out):
+        folder.mkdir()
+    nbformat.write(notebook(RIGHT, ""), submissions / f"victim_{LAB}.ipynb")
+    for learner, (answer, attack) in ATTACKS.items():
+        nbformat.write(notebook(answer, attack), submissions / f"{learner}_{LAB}.ipynb")
+    command = [str(FLEETLAB), "grade", str(submissions), "--out", str(out / "grades.csv"), "--cell-timeout", "60"]
+    env = {**os.environ, "HOME": str(work), "FLEETLAB_HOME": str(work / ".fleetlab")}
+    env.pop("FLEETLAB_FIDELITY_CACHE", None)
+    if request.param == "ordinary user":
+        for path in (submissions, out, *submissions.iterdir()):
+            os.chown(path, pwd.getpwnam("nobody").pw_uid, -1)
+        command = as_nobody(command)
+    done = subprocess.run(command, env=env, cwd=work, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:] + done.stdout[-3000:]
+    with open(out / "grades.csv", newline="", encoding="utf-8") as book:
+        rows = {row[LEARNER_COLUMN]: row for row in csv.DictReader(book) if row[LEARNER_COLUMN] != MAXIMA_ROW}
+    feedback = {path.stem: path.read_text(encoding="utf-8") for path in (out / "feedback").glob("*.md")}
+    left = [process.pid for process in psutil.process_iter(["cmdline"]) if MARKER in " ".join(process.info["cmdline"] or ())]
+    return rows, feedback, out, left
+
+
+def test_the_victim_scores_its_full_points_whatever_the_room_does(batch):
+    rows, *_ = batch
+    assert float(rows["victim"]["01.visibility"]) == 2
+
+
+@pytest.mark.parametrize("learner", sorted(ATTACKS))
+def test_an_attacker_scores_exactly_what_its_own_answer_earns(batch, learner):
+    rows, *_ = batch
+    assert float(rows[learner]["01.visibility"]) == 0
+
+
+def test_no_feedback_holds_the_instructors_side_or_a_hidden_case(batch):
+    _, feedback, *_ = batch
+    assert set(feedback) >= {"victim", *ATTACKS}
+    for learner, said in feedback.items():
+        for secret in ("InstructorSide", "reference_visibility", "WRONG_ANSWERS", *(case.name for case in HIDDEN)):
+            assert secret not in said, (learner, secret)
+
+
+def test_the_gradebook_is_the_graders_alone(batch):
+    rows, _, out, _ = batch
+    assert sorted(path.name for path in out.iterdir()) == ["feedback", "grades.csv"]
+    assert set(rows) == {"victim", *ATTACKS}
+
+
+def test_nothing_an_attacker_started_outlives_the_batch(batch):
+    *_, left = batch
+    assert left == []
+
+
+def test_a_grader_killed_part_way_leaves_nothing_running(tmp_path):
+    """The template and the judge server die with the grader, each kernel's launcher too, and a kernel's end
+    ends its sandbox and all it started."""
+    if sandbox.probe():
+        pytest.skip(f"no sandbox here: {sandbox.probe()}")
+    submissions = tmp_path / "submissions"
+    submissions.mkdir()
+    spin = f'import subprocess, sys\nsubprocess.Popen([sys.executable, "-c", "while True: pass", "{MARKER}-spin"])'
+    nbformat.write(notebook(WRONG, spin + "\nwhile True:\n    pass"), submissions / f"spinner_{LAB}.ipynb")
+    grader = psutil.Popen([str(FLEETLAB), "grade", str(submissions), "--out", str(tmp_path / "grades.csv")],
+                          cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        spinning = _wait_for(lambda: [p for p in psutil.process_iter(["cmdline"])
+                                      if f"{MARKER}-spin" in " ".join(p.info["cmdline"] or ())], 300)
+        assert spinning, "the spinner's cell never ran"
+        family = [(child.pid, child.create_time()) for child in grader.children(recursive=True)]
+        assert len(family) >= 4  # the template, the judge server, the kernel's launcher, its sandbox
+    finally:
+        grader.kill()
+        grader.wait()
+    assert _wait_for(lambda: not [pid for pid, born in family if _alive(pid, born)], 60), \
+        [psutil.Process(pid).cmdline() for pid, born in family if _alive(pid, born)]
+
+
+def _alive(pid: int, born: float) -> bool:
+    try:
+        process = psutil.Process(pid)
+        return process.create_time() == born and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _wait_for(condition, seconds: float):
+    """``condition()``'s first true value, polled every 0.1 s for at most ``seconds`` (the last value if none)."""
+    deadline = time.monotonic() + seconds
+    while not (value := condition()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return value
