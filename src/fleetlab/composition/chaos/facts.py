@@ -28,7 +28,8 @@ class DayFacts:
     step's event up to this long after it was first published.
     ``quota_tokens`` per ``quota_window`` seconds: the provider's quota, which
     the day's spend must stay within in every window. ``budgets``: API calls
-    and DynamoDB writes per completed step, tokens per conversation.
+    and DynamoDB writes per completed step, tokens per conversation, and each
+    caller's time to answer.
     """
 
     slowest_step_seconds: float = 2_700.0
