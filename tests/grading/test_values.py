@@ -4,10 +4,13 @@ from fractions import Fraction
 import numpy
 import pytest
 
+from fleetlab.composition.scaling.scaler import QueueAttributes
 from fleetlab.core.errors import InvalidInput
 from fleetlab.core.numbers import real, whole
 from fleetlab.course.checks.lab03.triage import _read_counts
 from fleetlab.course.grading.values import duration, seconds, whole_number
+from fleetlab.services.events.retry import RetryPolicy
+from fleetlab.services.state.window import DuplicateSources
 
 
 @pytest.mark.parametrize(
@@ -76,3 +79,13 @@ def test_the_answer_readers_of_labs_01_to_06_and_the_value_classes_share_one_rea
     assert _read_counts({"THROTTLING": numpy.int64(11), "UNKNOWN": 2.0}) == {"THROTTLING": 11, "UNKNOWN": 2}
     with pytest.raises(InvalidInput, match="each count is a whole number of records"):
         _read_counts({"THROTTLING": 1.5})
+
+
+def test_the_value_classes_a_learner_builds_in_labs_05_and_06_keep_python_numbers():
+    policy = RetryPolicy(numpy.int64(3), numpy.float64(3_600.0))
+    assert (policy.attempts, policy.max_age) == (3, 3_600) and type(policy.max_age) is int
+    sources = DuplicateSources(retry_window=numpy.int64(3_600), retention=numpy.float64(4.5 * 86_400))
+    assert (type(sources.retry_window), type(sources.retention)) == (int, float)
+    assert QueueAttributes(visible=numpy.int64(30), in_flight=12.0) == QueueAttributes(visible=30, in_flight=12)
+    with pytest.raises(InvalidInput, match="MaximumRetryAttempts: must be a whole number, got 2.5"):
+        RetryPolicy(2.5, 3_600)

@@ -1,10 +1,10 @@
 """Numbers as a learner writes them, made Python's own.
 
 A whole float (``900.0``), a numpy integer or float, a Fraction and a Decimal
-are numbers; a bool is not. ``real`` gives a float and ``whole`` an int (None
-when the value is no such number), so a value class that keeps what they
-return holds the same value in a notebook and in the grader (whose codec turns
-numpy numbers into floats).
+are numbers; a bool is not. ``real`` gives a float, ``whole`` an int and
+``plain`` either, as the number was written (None when the value is no such
+number), so a value class that keeps what they return holds the same value in
+a notebook and in the grader (whose codec turns numpy numbers into floats).
 """
 
 from __future__ import annotations
@@ -20,6 +20,14 @@ def real(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (numbers.Real, Decimal)):
         return None
     return float(value)
+
+
+def plain(value: Any) -> int | float | None:
+    """``value`` as Python's own number: an int for an integer (numpy's too), a float for any other real number;
+    else None."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return int(value)
+    return real(value)
 
 
 def whole(value: Any) -> int | None:
