@@ -70,6 +70,14 @@ def test_a_repair_reads_the_planted_day_run_once_per_case_and_is_refused_when_no
     assert seen[0].broken()[:2] == ["no duplicate effect", "every poison message parked with its diagnosis"]
 
 
+def test_a_repair_returned_unchanged_is_told_the_names_of_what_broke_in_quotes():
+    result = run_check(get_check("07.defects"), lambda config, scoreboard: config)
+    assert result.cases[0].diagnosis == (
+        'repair returned the configuration unchanged, and its day broke "no duplicate effect", "every poison '
+        'message parked with its diagnosis", "no caller left waiting", "every step on one trace"; change the knobs '
+        "behind each")
+
+
 
 def board(config: FleetConfig, broken: dict[str, str]) -> Scoreboard:
     """A scoreboard whose results named in ``broken`` broke with those figures, the others held."""
