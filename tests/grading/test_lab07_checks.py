@@ -130,3 +130,15 @@ def test_every_known_wrong_answers_diagnosis_stays_short_and_quotes_what_broke(s
         for case in run_check(check, wrong.answer, include_hidden=True).cases:
             assert len(case.diagnosis) <= 600, (wrong.name, case.name, case.diagnosis)
             assert ' broke (' not in case.diagnosis or '" broke (' in case.diagnosis, case.diagnosis
+
+
+def test_a_late_caller_is_told_the_visibility_timeout_it_waited_out_and_the_poison_steps_receives():
+    late = {"time to answer": "slowest 2 d 1 h 14 min 33 s (budget 12 h): 3 of 20 answered callers waited longer"}
+    twelve_hours = judge(board(FleetConfig(heartbeat_seconds=None, visibility_timeout=43_200), late)).diagnosis
+    assert twelve_hours.endswith(
+        '"time to answer" broke (slowest 2 d 1 h 14 min 33 s (budget 12 h): 3 of 20 answered callers waited longer): '
+        "a crashed step waits out a 12 h visibility timeout before anyone retries it, and a poison step waits out 4 "
+        "of them (2 d) before its last attempt answers the caller; keep the timeout near the usual step and beat "
+        "while the slow one runs instead")
+    many_receives = judge(board(FleetConfig(max_receives=40), late)).diagnosis
+    assert "a poison step waits out 38 of them (9 h 30 min)" in many_receives and "the receives few" in many_receives

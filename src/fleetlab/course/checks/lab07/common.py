@@ -121,12 +121,12 @@ def _why_late(board: Scoreboard) -> str:
     config = board.config
     timeout = duration(config.visibility_timeout)
     failed = config.max_receives - 2  # failed attempts before the last one, which parks (on receive max - 1)
-    poison = f"a poison step waits out {failed} of them ({duration(failed * config.visibility_timeout)}) before " \
-             "its last attempt answers the caller"
+    poison = (f", and a poison step waits out {failed} of them ({duration(failed * config.visibility_timeout)}) "
+              "before its last attempt answers the caller") if config.park_with_diagnosis and failed > 0 else ""
     if config.heartbeat_seconds is None and config.visibility_timeout >= board.schedule.slow_seconds:
-        return (f"a crashed step waits out a {timeout} visibility timeout before anyone retries it, and {poison}; "
+        return (f"a crashed step waits out a {timeout} visibility timeout before anyone retries it{poison}; "
                 "keep the timeout near the usual step and beat while the slow one runs instead")
-    return (f"a crashed or failed attempt comes back only after the {timeout} visibility timeout, and {poison}; "
+    return (f"a crashed or failed attempt comes back only after the {timeout} visibility timeout{poison}; "
             "keep the timeout near the usual step (a heartbeat covers the slow one) and the receives few")
 
 
