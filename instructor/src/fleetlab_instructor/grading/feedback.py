@@ -85,11 +85,12 @@ def _check_section(check_id: str, most: float, row: GradeRow) -> list[str]:
     hidden = 0
     for case in report.cases:
         hidden += case.hidden
-        lines.append(_case_line(check_id, case, hidden))
+        lines.append(case_line(check_id, case, hidden))
     return [*lines, ""]
 
 
-def _case_line(check_id: str, case: CaseReport, hidden_number: int) -> str:
+def case_line(check_id: str, case: CaseReport, hidden_number: int) -> str:
+    """One case as a learner may read it: a public case by name, a hidden one by number and what it points to."""
     if not case.hidden:
         said = f": {case.diagnosis}" if case.diagnosis else ""
         return f"- public case *{case.name}*: {case.status}{said}"
