@@ -40,7 +40,7 @@ from typing import Any
 from fleetlab.core.errors import InvalidInput
 from fleetlab.course.grading import registry
 from fleetlab.course.grading.display import format_points
-from fleetlab_instructor.grading.feedback import NOT_GRADED, case_line
+from fleetlab_instructor.grading.feedback import NOT_GRADED, case_line, not_attempted
 from fleetlab_instructor.grading.grade import GradeRow
 from fleetlab_instructor.grading.gradebook import Gradebook
 from fleetlab_instructor.grading.submissions import Submission, csv_cell
@@ -169,7 +169,8 @@ def _check_tests(check_id: str, most: float, earned: float, row: GradeRow, hidde
     title = f"{check_id} ({check.title})"
     report = row.checks.get(check_id)
     if report is None or not report.cases:
-        said = NOT_GRADED if report is None else ": ".join(filter(None, (report.status, report.diagnosis)))
+        said = NOT_GRADED if report is None else not_attempted(check_id, report.diagnosis, row.error) \
+            if report.status == "not yet" else ": ".join(filter(None, (report.status, report.diagnosis)))
         return [_test(title, earned, most, said, "visible")]
     case_points = 0.0 if check.all_or_nothing else most / len(report.cases)
     tests, hidden = [], 0
