@@ -222,8 +222,9 @@ def grade(paths: tuple[Path, ...], out: Path, feedback: Path | None, report: Pat
     return 0
 
 
-@click.group("gradebook", help="work with what `fleetlab grade` wrote: merge the shard files of a run; adjust a "
-                                "gradebook (a regrade, lateness, overrides); export it to Canvas or Gradescope")
+@click.group("gradebook", short_help="merge, adjust and export what `fleetlab grade` wrote",
+             help="work with what `fleetlab grade` wrote: merge the shard files of a run; adjust a gradebook (a "
+                  "regrade, lateness, overrides); export it to Canvas or Gradescope")
 def gradebook_group() -> None:
     """The ``gradebook`` subcommands."""
 
@@ -264,7 +265,7 @@ def _lab_column(text: str) -> tuple[str, str]:
                    "their notebooks), the late column from a collect's manifest with an optional penalty, and a "
                    "facilitator's overrides (learner,check,points,reason) to GRADES.csv; write OUT and, beside it, "
                    "OUT's name with .reasons.csv: each override with its reason")
-@click.argument("grades", type=PATH, metavar="GRADES.csv")
+@click.argument("grades", type=PATH, metavar="GRADES.csv", help="the gradebook `fleetlab grade` or `merge` wrote")
 @click.option("--out", type=PATH, required=True, help="the adjusted gradebook CSV to write")
 @click.option("--regrade", "regrades", type=PATH, multiple=True, metavar="REGRADE.csv",
               help="a gradebook of one learner's regraded notebooks: it replaces their cells of the labs it graded")
@@ -305,7 +306,8 @@ def adjust(grades: Path, out: Path, regrades: tuple[Path, ...], manifest: Path |
                    "ID and Section, one column per lab headed as the roster heads its assignment (Lab 03 (12345)), "
                    "and a Points Possible row. ROSTER.csv is the gradebook exported from Canvas; each learner id is "
                    "matched to a student's SIS Login ID or SIS User ID")
-@click.argument("grades", type=PATH, metavar="GRADES.csv")
+@click.argument("grades", type=PATH, metavar="GRADES.csv",
+                help="the gradebook to export (`fleetlab grade`, `merge` or `adjust` wrote it)")
 @click.option("--roster", type=PATH, required=True, metavar="ROSTER.csv", help="the gradebook exported from Canvas")
 @click.option("--out", type=PATH, required=True, help="the import CSV to write")
 @click.option("--column", "columns", type=Parsed("LAB=HEADER", _lab_column), multiple=True, metavar="LAB=HEADER",
@@ -327,7 +329,8 @@ def canvas(grades: Path, roster: Path, out: Path, columns: tuple[tuple[str, str]
     "gradescope", help="write Gradescope's results.json for the one learner a shard file holds "
                        "(`fleetlab grade --run RUN` of one submission): a test per case, hidden cases by what they "
                        "point to, never their inputs")
-@click.argument("shard", type=PATH, metavar="RUN.shard-1-of-1.json")
+@click.argument("shard", type=PATH, metavar="RUN.shard-1-of-1.json",
+                help="the shard file `fleetlab grade --run RUN` wrote for the submission")
 @click.option("--out", type=PATH, default=Path("/autograder/results/results.json"),
               help="where to write it (default Gradescope's /autograder/results/results.json)")
 @click.option("--hidden", type=click.Choice(["after_due_date", "hidden"]), default="after_due_date",
@@ -352,7 +355,7 @@ def gradescope(shard: Path, out: Path, hidden: str) -> int:
                        "run_autograder (grades the submitted notebook --unsandboxed, Gradescope's container being "
                        "the sandbox, and writes results.json) and the course's source; upload it as the "
                        "assignment's autograder")
-@click.argument("out", type=PATH, metavar="OUT.zip")
+@click.argument("out", type=PATH, metavar="OUT.zip", help="the archive to write")
 @click.option("--lab", required=True, help="the lab's two digits, e.g. 03")
 @click.option("--course", type=PATH, default=Path("."), help="the course's root (default: the current folder)")
 @click.option("--hidden", type=click.Choice(["after_due_date", "hidden"]), default="after_due_date",

@@ -91,13 +91,13 @@ def lab_columns(header: Sequence[str], labs: Sequence[str], columns: Mapping[str
 
 
 def canvas_import(book: Gradebook, header: Sequence[str], students: Sequence[Mapping[str, str]],
-                  columns: Mapping[str, str] = {}) -> str:
+                  columns: Mapping[str, str] | None = None) -> str:
     """The Canvas import CSV of ``book`` for the roster (``read_roster``): see the module's docstring.
 
     Raises InvalidInput naming every learner the roster does not hold, or one it holds twice.
     """
     labs = sorted({check_id.split(".", 1)[0] for check_id in book.maxima})
-    chosen = lab_columns(header, labs, columns)
+    chosen = lab_columns(header, labs, columns or {})
     by_id: dict[str, list[int]] = {}
     for index, student in enumerate(students):
         for column in ("SIS Login ID", "SIS User ID"):
