@@ -4,7 +4,10 @@ adjustments before them (a regrade, lateness with its penalty, overrides with th
 import csv
 import io
 import json
+import os
 import re
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -251,6 +254,28 @@ def test_fleetlab_gradebook_gradescope_reads_a_shard_and_autograder_writes_the_a
         modes = {info.filename: info.external_attr >> 16 for info in opened.infolist()}
     assert names[:2] == ["setup.sh", "run_autograder"] and modes["run_autograder"] & 0o111
     assert "course/instructor/pyproject.toml" in names and not any("__pycache__" in name for name in names)
-    assert "fleetlab grade submissions --unsandboxed" in run and "the sandbox here" in run
-    assert "LAB=03\n" in run and "/autograder/results/results.json" in run
+    assert "/fleetlab\" grade submissions --unsandboxed" in run and "the sandbox here" in run
+    assert "LAB=03\n" in run and "root=${AUTOGRADER_ROOT:-/autograder}" in run
     assert main(["gradebook", "autograder", str(archive), "--lab", "42", "--course", str(course)]) == 2
+
+
+def test_run_autograder_grades_a_submitted_notebook_into_results_json(tmp_path):
+    """The archive's run_autograder, in a folder laid out as Gradescope's /autograder with this course's venv,
+    grades lab 01's solution notebook (any name) to full points, and a submission without a notebook to 0."""
+    course = Path(__file__).resolve().parents[2]
+    root = tmp_path / "autograder"
+    exports.write_autograder(course, tmp_path / "autograder.zip", lab="01")
+    with zipfile.ZipFile(tmp_path / "autograder.zip") as opened:
+        opened.extract("run_autograder", root)
+    (root / "venv").symlink_to(Path(sys.executable).parent.parent)
+    (root / "submission").mkdir()
+    env = {**os.environ, "AUTOGRADER_ROOT": str(root)}
+    subprocess.run(["bash", str(root / "run_autograder")], env=env, check=True, capture_output=True, timeout=300)
+    assert json.loads((root / "results" / "results.json").read_text())["score"] == 0
+    (root / "submission" / "my lab.ipynb").write_bytes((course / "labs/solutions/01_at_least_once.ipynb").read_bytes())
+    done = subprocess.run(["bash", str(root / "run_autograder")], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    results = json.loads((root / "results" / "results.json").read_text())
+    assert_gradescope_results(results)
+    assert results["score"] == sum(check.points for check in registry.checks_of("01")) == 4
+    assert {test["visibility"] for test in results["tests"] if "hidden case" in test["name"]} == {"after_due_date"}

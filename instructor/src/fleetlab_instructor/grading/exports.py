@@ -208,22 +208,24 @@ RUN_AUTOGRADER = """#!/usr/bin/env bash
 # do not grant, so the grade runs --unsandboxed. The learner's code can still read what this
 # container holds (the hidden cases in /autograder/source among it), as with every Gradescope
 # autograder; grade with `fleetlab grade` on your own machine where that matters.
+# AUTOGRADER_ROOT is Gradescope's /autograder unless set (a test sets it).
 set -uo pipefail
 LAB={lab}
 VISIBILITY={visibility}
+root=${{AUTOGRADER_ROOT:-/autograder}}
 work=$(mktemp -d)
-mkdir -p "$work/submissions/learner" /autograder/results
-notebook=$(find /autograder/submission -name '*.ipynb' -not -path '*/.ipynb_checkpoints/*' | head -n 1)
+mkdir -p "$work/submissions/learner" "$root/results"
+notebook=$(find "$root/submission" -name '*.ipynb' -not -path '*/.ipynb_checkpoints/*' | sort | head -n 1)
 if [ -z "$notebook" ]; then
-  echo '{{"score": 0, "output": "No notebook was submitted: upload your lab notebook (.ipynb).", "tests": []}}' \\
-    > /autograder/results/results.json
+  echo '{{"score": 0.0, "output": "No notebook was submitted: upload your lab notebook (.ipynb).", "tests": []}}' \\
+    > "$root/results/results.json"
   exit 0
 fi
 cp "$notebook" "$work/submissions/learner/${{LAB}}_submitted.ipynb"
 cd "$work"
-/autograder/venv/bin/fleetlab grade submissions --unsandboxed --run gradescope --out grades.csv --feedback feedback
-/autograder/venv/bin/fleetlab gradebook gradescope gradescope.shard-1-of-1.json --hidden "$VISIBILITY" \\
-  --out /autograder/results/results.json
+"$root/venv/bin/fleetlab" grade submissions --unsandboxed --run gradescope --out grades.csv --feedback feedback
+"$root/venv/bin/fleetlab" gradebook gradescope gradescope.shard-1-of-1.json --hidden "$VISIBILITY" \\
+  --out "$root/results/results.json"
 """
 
 _SOURCE_PARTS = ("pyproject.toml", "README.md", "LICENSE", "src", "tools", "instructor")
