@@ -9,7 +9,7 @@ LAB_PORT ?= 8888
 LAB_FLAGS ?=
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: venv lab test test-suite test-notebooks notebooks browser e2e screenshots bench localstack-up localstack-down test-localstack test-localstack-contract test-release test-hub test-loaded-grader hub-proxy clean help
+.PHONY: venv lab test test-suite test-notebooks notebooks browser e2e screenshots bench localstack-up localstack-down test-localstack test-localstack-contract test-release test-hub test-loaded-grader test-sealed hub-proxy clean help
 
 help:
 	@echo "make lab    - install (once) and open JupyterLab on labs/ with the moto backend"
@@ -26,6 +26,7 @@ help:
 	@echo "make test-hub - start a real JupyterHub on 127.0.0.1 and run lab 01 for three learners at once"
 	@echo "make test-release - write the learner's release, commit and clone it, and run its own make test there"
 	@echo "make test-loaded-grader - grade every solution notebook with more graders than cores: every case must pass"
+	@echo "make test-sealed - grade a hostile room with the real fleetlab grade, as root and as nobody (run as root)"
 
 venv: $(STAMP)
 
@@ -134,6 +135,10 @@ test-release: venv
 # a busy machine must never turn a right answer into a fail.
 test-loaded-grader: venv
 	$(BIN)/python -m pytest -p no:cacheprovider -m loaded_grader tests/grading/test_loaded_grader.py
+
+# A hostile room graded by the real `fleetlab grade`, as root and as `nobody` (which needs root to arrange).
+test-sealed: venv
+	$(BIN)/python -m pytest -p no:cacheprovider -n 2 -m sealed tests/grading/test_sealed_grading.py
 
 # configurable-http-proxy, JupyterHub's proxy, from the npm registry (pinned) into an ignored folder.
 CHP_VERSION := 5.3.0

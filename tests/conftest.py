@@ -60,6 +60,7 @@ def _weight(scope: str, tests: dict) -> float:
 OPT_IN = {
     "loaded_grader": "minutes of a loaded machine: `make test-loaded-grader` runs it",
     "hub": "a real JupyterHub and three learners' servers: `make test-hub` runs it",
+    "sealed": "a hostile room graded by the real fleetlab grade, as root and as nobody: `make test-sealed` runs it",
 }
 """Markers whose tests run only when ``-m`` names them (their make targets, which ``.ci/run`` runs)."""
 

@@ -7,6 +7,7 @@ seed gives, the same on every run of the day (issue 30: a bound would let a chan
 Every day runs on the virtual clock, held still (only the day's own waits move it): bounded in time, no sleeps.
 """
 
+import numpy
 import pytest
 
 from fleetlab.backends.backend import open_backend
@@ -64,7 +65,8 @@ def test_the_same_seed_gives_the_same_scoreboard(moto, small_day):
     # on moto the day holds the virtual clock still, so every count repeats, the API calls included; the day's
     # length is a difference of two epoch times (each day starts at another instant), equal to float rounding
     assert again.counts.virtual_seconds == pytest.approx(small_day.counts.virtual_seconds, abs=1e-3)
-    timed = ("run_seconds", "virtual_seconds")
+    assert again.counts.slowest_answer == pytest.approx(small_day.counts.slowest_answer, abs=1e-3)
+    timed = ("run_seconds", "virtual_seconds", "slowest_answer")
     assert {k: v for k, v in vars(again.counts).items() if k not in timed} == \
         {k: v for k, v in vars(small_day.counts).items() if k not in timed}
     assert again.calls_by_operation == small_day.calls_by_operation
@@ -85,6 +87,28 @@ def test_the_day_keeps_its_series_and_its_traces_for_the_dashboard_and_the_water
     assert sum(sample.errors.get("parked", 0) for sample in samples) == counts.parked + len(replayed_poison)
     assert set(small_day.traces) == set(small_day.schedule.trace_ids)
     assert all(hops[0].name == "published" for hops in small_day.traces.values())
+
+
+def test_the_default_fleet_answers_every_caller_within_the_deadline(small_day):
+    answered = small_day.budgets[-1]
+    assert answered.name == "time to answer" and answered.ok
+    # the slowest caller waits 5 h 9 min: behind the burst, the two-hour outage and the slow step
+    assert small_day.counts.slowest_answer == pytest.approx(18_562.101, abs=1e-3)
+    assert answered.detail == "slowest 5 h 9 min 22 s (budget 12 h): 0 of 200 answered callers waited longer"
+
+
+def test_a_twelve_hour_visibility_without_a_heartbeat_answers_crashed_and_poison_steps_days_late(moto):
+    schedule = DayFacts(slowest_step_seconds=1_200).schedule(SEED, 20, poison=2)
+    loose = Budgets(api_calls_per_step=30.0, dynamodb_writes_per_step=11.0, tokens_per_conversation=10_000.0)
+    beating = run_chaos_day(moto, FleetConfig(), schedule, budgets=loose)
+    late = run_chaos_day(moto, FleetConfig(heartbeat_seconds=None, visibility_timeout=43_200), schedule, budgets=loose)
+    assert beating.broken() == [] and beating.counts.slowest_answer < 2 * 3_600
+    # the step that crashed before its effect waits 12 h for its retry; each poison step waits out four
+    # timeouts before its last attempt parks it and answers (2 d 1 h): three callers past the 12 h deadline
+    assert late.broken() == ["time to answer"]
+    crashed = dict((point.value, trace) for point, trace in schedule.crashes)["before_effect"]
+    assert late.budgets[-1].detail == ("slowest 2 d 1 h 14 min 33 s (budget 12 h): 3 of 20 answered callers waited "
+                                       f"longer: {', '.join(sorted({crashed, *schedule.poison}))}")
 
 
 def test_a_step_past_the_visibility_timeout_without_a_heartbeat_runs_twice(moto, small_day):
@@ -162,6 +186,30 @@ def test_a_bad_config_value_names_its_field(field, value):
     assert raised.value.field == field
 
 
+@pytest.mark.parametrize("number", [numpy.float64, numpy.int64, float])
+def test_whole_floats_and_numpy_numbers_are_kept_as_python_numbers(number):
+    config = FleetConfig(idempotency_window=number(388_800), visibility_timeout=number(900),
+                         heartbeat_seconds=number(300), quota_window=number(3_600), headroom=numpy.float64(0.1))
+    assert config == FleetConfig(idempotency_window=388_800)
+    assert [type(getattr(config, name)) for name in ("idempotency_window", "visibility_timeout", "heartbeat_seconds",
+                                                     "quota_window", "headroom")] == [int, int, float, float, float]
+    facts = DayFacts(quota_tokens=number(6_000), quota_window=number(3_600),
+                     budgets=Budgets(api_calls_per_step=number(30), answer_seconds=number(43_200)))
+    assert (type(facts.quota_tokens), type(facts.quota_window)) == (int, float)
+    assert facts == DayFacts(quota_tokens=6_000, budgets=Budgets(api_calls_per_step=30))
+    assert type(facts.budgets.api_calls_per_step) is float
+
+
+def test_a_whole_number_with_a_fraction_is_refused_with_the_fix():
+    with pytest.raises(InvalidInput) as raised:
+        FleetConfig(visibility_timeout=numpy.float64(900.5))
+    assert raised.value.field == "visibility_timeout"
+    assert "must be a whole number, got np.float64(900.5)" in str(raised.value) and "math.ceil" in str(raised.value)
+    with pytest.raises(InvalidInput) as raised:
+        Budgets(answer_seconds="12 h")
+    assert raised.value.field == "answer_seconds"
+
+
 def test_max_replicas_below_min_replicas_names_max_replicas():
     with pytest.raises(InvalidInput) as raised:
         FleetConfig(min_replicas=5, max_replicas=3)
@@ -227,5 +275,5 @@ def test_the_spend_is_held_to_the_providers_quota_not_the_governors(moto):
     own = run_chaos_day(moto, FleetConfig(), schedule)  # the governor's own quota: a million an hour
     held = run_chaos_day(moto, FleetConfig(quota_tokens=6_000, batch_tokens=1_080), schedule)
     over = own.invariant("spend within the quota")
-    assert not over.ok and over.detail.endswith("of 6,000 tokens in a 3600 s window (the provider's quota)")
+    assert not over.ok and over.detail.endswith("of 6,000 tokens in a 1 h window, the provider's quota")
     assert held.invariant("spend within the quota").ok

@@ -21,9 +21,9 @@ FAKE_KEY, FAKE_SECRET = "AKIAFLEETLABFAKE0001", "fleetlab-fake-secret-do-not-lea
 EXPECTED = {  # learner (its notebook NN_learner.ipynb): (99.dedupe, 99.visibility, total, error)
     "correct": ("3", "2", "5", ""),
     "partly_correct": ("0", "2", "2", ""),  # keyed on the message id: only hidden cases catch it
-    "wrong": ("0", "0", "0", "cell 9 raised KeyError: 'body'"),
-    "infinite_loop": ("0", "2", "2", "cell 6 timed out after 10 s"),
-    "kernel_crash": ("0", "0", "0", "the kernel died in cell 6"),
+    "wrong": ("0", "0", "0", "code cell 6 (exercise 2: file one ticket per alert) raised KeyError: 'body'"),
+    "infinite_loop": ("0", "2", "2", "code cell 4 (exercise 1: size a visibility timeout) timed out after 10 s"),
+    "kernel_crash": ("0", "0", "0", "the kernel died in code cell 4 (exercise 1: size a visibility timeout)"),
     "reads_credentials": ("3", "2", "5", ""),  # it scores 0 if it sees any credential
 }
 
@@ -140,7 +140,8 @@ def test_a_notebook_that_prints_hundreds_of_megabytes_and_raises_30_mb_keeps_the
         _, row = list(csv.DictReader(file))
     assert (row["99.dedupe"], row["99.visibility"]) == ("3", "0")
     said = (feedback / "loud.md").read_text()
-    assert "cell 5 printed more than the grader keeps; its output was cut" in said
+    assert ("code cell 3 (exercise 1: size a visibility timeout) printed more than the grader keeps; "
+            "its output was cut") in said
     assert "your code raised ValueError: zzz" in said and "characters cut]" in said
     assert len(said) < 20_000 and grew[0] < 200 * 2**20, grew[0]
 

@@ -111,12 +111,13 @@ def test_execute_runs_code_cells_and_goes_on_after_an_error(tmp_path):
     prepare(running)
     execute(running)
     assert [index for index, _ in running.kernel.ran] == [1, 3, 4]  # the empty cell is skipped
-    assert running.errors == ["cell 4 raised ZeroDivisionError: division by zero"]
+    assert running.errors == ["code cell 3 raised ZeroDivisionError: division by zero"]  # markdown not counted
 
 
 @pytest.mark.parametrize(
     ("status", "error", "message"),
-    [("timeout", "timed out after 5 s", "cell 2 timed out after 5 s"), ("dead", "", "the kernel died in cell 2")],
+    [("timeout", "timed out after 5 s", "code cell 1 timed out after 5 s"),
+     ("dead", "", "the kernel died in code cell 1")],
 )
 def test_execute_stops_at_a_hang_or_a_dead_kernel(tmp_path, status, error, message):
     running = job(tmp_path, notebook("loop()", "never"), script={1: (status, error)})

@@ -1,12 +1,15 @@
 """What lab 07's checks promise beyond their catalogues (``test_catalogues.py`` runs those on moto and
 moto-server): stubs say "not yet", a learner's own error is theirs, an answer that is not a FleetConfig is
-refused saying what to return, an invalid configuration is reported by its field, and the planted day a
-repair reads is run once per case."""
+refused saying what to return, an invalid configuration is reported by its field, the planted day a
+repair reads is run once per case, and a diagnosis leads with its root cause, quotes what broke and stays short."""
 
 import pytest
-from fleetlab.composition.chaos import FleetConfig
+from fleetlab.composition.chaos import INVARIANTS, ChaosSchedule, Counts, FleetConfig, Result, Scoreboard
+from fleetlab.course.checks.lab07.common import judge
 from fleetlab.course.grading import get_check, run_check
 from fleetlab.course.grading.results import CheckStatus
+from fleetlab_instructor.checks.lab07 import configure as configure_side
+from fleetlab_instructor.checks.lab07 import defects as defects_side
 
 
 def stub_configure(facts): ...
@@ -66,3 +69,76 @@ def test_a_repair_reads_the_planted_day_run_once_per_case_and_is_refused_when_no
     assert seen[0] is seen[1] and seen[0].config == planted.config  # one planted day, read twice
     assert seen[0].broken()[:2] == ["no duplicate effect", "every poison message parked with its diagnosis"]
 
+
+def test_a_repair_returned_unchanged_is_told_the_names_of_what_broke_in_quotes():
+    result = run_check(get_check("07.defects"), lambda config, scoreboard: config)
+    assert result.cases[0].diagnosis == (
+        'repair returned the configuration unchanged, and its day broke "no duplicate effect", "every poison '
+        'message parked with its diagnosis", "no caller left waiting", "every step on one trace"; change the knobs '
+        "behind each")
+
+
+
+def board(config: FleetConfig, broken: dict[str, str]) -> Scoreboard:
+    """A scoreboard whose results named in ``broken`` broke with those figures, the others held."""
+    def results(names):
+        return tuple(Result(name, name not in broken, broken.get(name, "")) for name in names)
+
+    counts = Counts(accepted=20, completed=13, lost=5, stranded=5, duplicated=0, parked=7, hung=0, traced=20,
+                    spend=20_000, api_calls=400, dynamodb_writes=150, replayed=4, slowest_answer=9_000.0,
+                    run_seconds=1.0, virtual_seconds=50_000.0)
+    return Scoreboard(schedule=ChaosSchedule.draw(7, 20, poison=2), config=config, invariants=results(INVARIANTS),
+                      budgets=results(("API calls per completed step", "DynamoDB writes per step",
+                                       "spend per conversation", "time to answer")), counts=counts)
+
+
+def test_a_budget_broken_beside_an_invariant_is_named_after_the_root_cause_with_no_advice_of_its_own():
+    # batches of 10,000 tokens already: the writes per step are high because lost steps shrank the count
+    lost = board(FleetConfig(fallback=False), {"no accepted request lost": "5 of 18 healthy steps never took effect",
+                                               "API calls per completed step": "30.77 (budget 30)",
+                                               "DynamoDB writes per step": "11.54 (budget 11)"})
+    diagnosis = judge(lost).diagnosis
+    assert diagnosis == (
+        'Your configuration broke 3 of the day\'s invariants and budgets. "no accepted request lost" broke '
+        "(5 of 18 healthy steps never took effect): the primary group was down for 2 h with no fallback group, so "
+        'steps used up their receives; route around the outage to the fallback group; "API calls per completed '
+        'step" and "DynamoDB writes per step" broke too: fix the invariants first, as lost, retried and repeated '
+        "steps move their figures")
+    assert "draw batches" not in diagnosis
+
+
+def test_invariants_broken_by_one_cause_are_named_together_and_the_cause_said_once():
+    silent = board(FleetConfig(park_with_diagnosis=False), {
+        "every poison message parked with its diagnosis": "0 of 2 parked with a diagnosis",
+        "no caller left waiting": "2 of 20 callers never answered", "every step on one trace": "18 of 20 traces"})
+    diagnosis = judge(silent).diagnosis
+    assert diagnosis.count("let the last attempt park it with its diagnosis") == 1
+    assert ('"every poison message parked with its diagnosis", "no caller left waiting" and "every step on one trace" '
+            "broke (0 of 2 parked with a diagnosis; 2 of 20 callers never answered; 18 of 20 traces)") in diagnosis
+
+
+def test_the_batch_advice_is_given_only_to_a_governor_drawing_less_than_several_calls():
+    writes = {"DynamoDB writes per step": "12.00 (budget 11)"}
+    assert "draw batches of several calls' tokens" in judge(board(FleetConfig(batch_tokens=500), writes)).diagnosis
+    assert "draw batches" not in judge(board(FleetConfig(batch_tokens=10_000), writes)).diagnosis
+
+
+@pytest.mark.parametrize("side", [configure_side.SIDE, defects_side.SIDE], ids=lambda side: side.check_id)
+def test_every_known_wrong_answers_diagnosis_stays_short_and_quotes_what_broke(side):
+    check = get_check(side.check_id).with_hidden(side.hidden)
+    for wrong in side.wrong_answers:
+        for case in run_check(check, wrong.answer, include_hidden=True).cases:
+            assert len(case.diagnosis) <= 600, (wrong.name, case.name, case.diagnosis)
+            assert ' broke (' not in case.diagnosis or '" broke (' in case.diagnosis, case.diagnosis
+
+
+def test_a_late_caller_is_told_the_visibility_timeout_it_waited_out_and_the_poison_steps_receives():
+    late = {"time to answer": "slowest 2 d 1 h 14 min 33 s (budget 12 h): 3 of 20 answered callers waited longer"}
+    twelve_hours = judge(board(FleetConfig(heartbeat_seconds=None, visibility_timeout=43_200), late)).diagnosis
+    assert twelve_hours.endswith(
+        '"time to answer" broke (slowest 2 d 1 h 14 min 33 s (budget 12 h): 3 of 20 answered callers waited longer): '
+        "a crashed step waits out a 12 h visibility timeout before anyone retries it, and a poison step waits out 4 "
+        "of them (2 d) before its last attempt answers the caller; keep the timeout near the usual step and beat "
+        "while the slow one runs instead")
+    many_receives = judge(board(FleetConfig(max_receives=40), late)).diagnosis
+    assert "a poison step waits out 38 of them (9 h 30 min)" in many_receives and "the receives few" in many_receives

@@ -222,7 +222,9 @@ def grade(paths: tuple[Path, ...], out: Path, feedback: Path | None, report: Pat
     return 0
 
 
-@click.group("gradebook", help="work with what `fleetlab grade` wrote: merge the shard files of a run")
+@click.group("gradebook", short_help="merge, adjust and export what `fleetlab grade` wrote",
+             help="work with what `fleetlab grade` wrote: merge the shard files of a run; adjust a gradebook (a "
+                  "regrade, lateness, overrides); export it to Canvas or Gradescope")
 def gradebook_group() -> None:
     """The ``gradebook`` subcommands."""
 
@@ -248,6 +250,121 @@ def merge(shards: tuple[Path, ...], out: Path, report: Path | None) -> int:
     summary = (f"merged run {whole.run!r}, {len(dict.fromkeys(shards))} shards: {len(whole.book.rows)} learners, "
                f"{len(whole.book.maxima)} checks; {out}" + (f"; room report: {report}" if report else ""))
     stdout_console().print(summary, highlight=False, soft_wrap=True)
+    return 0
+
+
+def _lab_column(text: str) -> tuple[str, str]:
+    lab, sep, column = text.partition("=")
+    if not sep or len(lab) != 2 or not lab.isdigit() or not column:
+        raise InvalidInput("--column", f"is {text!r}", hint="LAB=HEADER, e.g. 03='Lab 03 (12345)'")
+    return lab, column
+
+
+@gradebook_group.command(
+    "adjust", help="apply, in this order, one learner's regrade (--regrade, the gradebook `fleetlab grade` wrote for "
+                   "their notebooks), the late column from a collect's manifest with an optional penalty, and a "
+                   "facilitator's overrides (learner,check,points,reason) to GRADES.csv; write OUT and, beside it, "
+                   "OUT's name with .reasons.csv: each override with its reason")
+@click.argument("grades", type=PATH, metavar="GRADES.csv", help="the gradebook `fleetlab grade` or `merge` wrote")
+@click.option("--out", type=PATH, required=True, help="the adjusted gradebook CSV to write")
+@click.option("--regrade", "regrades", type=PATH, multiple=True, metavar="REGRADE.csv",
+              help="a gradebook of one learner's regraded notebooks: it replaces their cells of the labs it graded")
+@click.option("--manifest", type=PATH, default=None, metavar="MANIFEST.csv",
+              help="a collect's manifest: its late_days column fills the late column "
+                   "(fleetlab_instructor.grading.manifest says the format)")
+@click.option("--late-penalty", type=float, default=0.0, metavar="SHARE",
+              help="the share of a late lab's points taken per day late, each day begun counted (default 0: none)")
+@click.option("--overrides", type=PATH, default=None, metavar="OVERRIDES.csv",
+              help="learner,check,points,reason: the points a facilitator decided, applied last")
+def adjust(grades: Path, out: Path, regrades: tuple[Path, ...], manifest: Path | None, late_penalty: float,
+           overrides: Path | None) -> int:
+    from fleetlab.core.files import write_atomically
+    from fleetlab_instructor.grading import adjust as adjusting
+    from fleetlab_instructor.grading import gradebook
+    from fleetlab_instructor.grading.manifest import read_lateness
+
+    if late_penalty and manifest is None:
+        raise InvalidInput("--late-penalty", "needs --manifest: lateness is read from a collect's manifest",
+                           hint="pass the manifest.csv that `fleetlab collect` wrote")
+    book, applied = adjusting.adjust(
+        gradebook.read_csv(grades), regrades=[gradebook.read_csv(path) for path in regrades],
+        late=None if manifest is None else read_lateness(manifest), penalty=late_penalty,
+        overrides=[] if overrides is None else adjusting.read_overrides(overrides))
+    gradebook.write_csv(book, out)
+    reasons = out.with_name(out.stem + ".reasons.csv")
+    if applied:
+        write_atomically(reasons, adjusting.reasons_csv(applied))
+    late = sum(len(labs) for labs in (book.late or {}).values())
+    stdout_console().print(f"adjusted {grades}: {len(regrades)} regrade(s), {late} late lab(s), {len(applied)} "
+                           f"override(s); {out}" + (f"; reasons: {reasons}" if applied else ""),
+                           highlight=False, soft_wrap=True, markup=False)
+    return 0
+
+
+@gradebook_group.command(
+    "canvas", help="write GRADES.csv as a Canvas gradebook import: the roster's Student, ID, SIS User ID, SIS Login "
+                   "ID and Section, one column per lab headed as the roster heads its assignment (Lab 03 (12345)), "
+                   "and a Points Possible row. ROSTER.csv is the gradebook exported from Canvas; each learner id is "
+                   "matched to a student's SIS Login ID or SIS User ID")
+@click.argument("grades", type=PATH, metavar="GRADES.csv",
+                help="the gradebook to export (`fleetlab grade`, `merge` or `adjust` wrote it)")
+@click.option("--roster", type=PATH, required=True, metavar="ROSTER.csv", help="the gradebook exported from Canvas")
+@click.option("--out", type=PATH, required=True, help="the import CSV to write")
+@click.option("--column", "columns", type=Parsed("LAB=HEADER", _lab_column), multiple=True, metavar="LAB=HEADER",
+              help="the roster's column for a lab when its name does not say 'Lab NN'")
+def canvas(grades: Path, roster: Path, out: Path, columns: tuple[tuple[str, str], ...]) -> int:
+    from fleetlab.core.files import write_atomically
+    from fleetlab_instructor.grading import gradebook
+    from fleetlab_instructor.grading.exports import canvas_import, read_roster
+
+    book = gradebook.read_csv(grades)
+    header, students = read_roster(roster)
+    write_atomically(out, canvas_import(book, header, students, dict(columns)))
+    stdout_console().print(f"wrote the Canvas import of {len(book.rows)} learners to {out}: import it in Canvas's "
+                           "Grades > Import", highlight=False, soft_wrap=True, markup=False)
+    return 0
+
+
+@gradebook_group.command(
+    "gradescope", help="write Gradescope's results.json for the one learner a shard file holds "
+                       "(`fleetlab grade --run RUN` of one submission): a test per case, hidden cases by what they "
+                       "point to, never their inputs")
+@click.argument("shard", type=PATH, metavar="RUN.shard-1-of-1.json",
+                help="the shard file `fleetlab grade --run RUN` wrote for the submission")
+@click.option("--out", type=PATH, default=Path("/autograder/results/results.json"),
+              help="where to write it (default Gradescope's /autograder/results/results.json)")
+@click.option("--hidden", type=click.Choice(["after_due_date", "hidden"]), default="after_due_date",
+              help="when the learner sees the hidden cases' tests (default after_due_date)")
+def gradescope(shard: Path, out: Path, hidden: str) -> int:
+    import json
+
+    from fleetlab.core.files import write_atomically
+    from fleetlab_instructor.grading import gradebook
+    from fleetlab_instructor.grading.exports import results_json
+
+    part = gradebook.read_shard(shard)
+    results = results_json(part.graded, part.book, hidden_visibility=hidden)
+    write_atomically(out, json.dumps(results, indent=1))
+    stdout_console().print(f"wrote {out}: score {results['score']:g}, {len(results['tests'])} tests",
+                           highlight=False, soft_wrap=True, markup=False)
+    return 0
+
+
+@gradebook_group.command(
+    "autograder", help="write Gradescope's autograder archive for one lab: setup.sh (installs the course), "
+                       "run_autograder (grades the submitted notebook --unsandboxed, Gradescope's container being "
+                       "the sandbox, and writes results.json) and the course's source; upload it as the "
+                       "assignment's autograder")
+@click.argument("out", type=PATH, metavar="OUT.zip", help="the archive to write")
+@click.option("--lab", required=True, help="the lab's two digits, e.g. 03")
+@click.option("--course", type=PATH, default=Path("."), help="the course's root (default: the current folder)")
+@click.option("--hidden", type=click.Choice(["after_due_date", "hidden"]), default="after_due_date",
+              help="when the learner sees the hidden cases' tests (default after_due_date)")
+def autograder(out: Path, lab: str, course: Path, hidden: str) -> int:
+    from fleetlab_instructor.grading.exports import write_autograder
+
+    files = write_autograder(course, out, lab=lab, hidden_visibility=hidden)
+    stdout_console().print(f"wrote {out}: {files} files, lab {lab}", highlight=False, soft_wrap=True, markup=False)
     return 0
 
 

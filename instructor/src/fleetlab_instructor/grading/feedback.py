@@ -5,10 +5,13 @@ diagnosis. A hidden case is never named and its inputs never appear: a
 failed one says the misconception it points to, the name of the instructor's
 catalogue entry (a known wrong answer) whose diagnosis it shares, hidden-only
 entries first, with any value that only the hidden cases hold blanked out;
-when no entry matches, what hidden cases are there to catch (a case that
-timed out says so, in the runner's words). A problem while
-grading (a raising cell, a hang, a dead kernel) is said as the gradebook's
-terminal table says it.
+when no entry matches, the error the learner's code raised (its name only),
+else what hidden cases are there to catch (a case that timed out says so,
+in the runner's words). An exercise with no answer to
+judge is "not attempted", or, when a cell of that exercise raised a syntax
+error, that error. A problem while grading (a raising cell, a hang, a dead
+kernel) is said as the gradebook's terminal table says it, each cell named as
+the learner sees it (``cells.cell_name``).
 """
 
 from __future__ import annotations
@@ -32,11 +35,13 @@ from fleetlab_instructor.grading.submissions import Submission, learner_file_nam
 FITTED = ("it fails on inputs the public cases do not show: the answer may fit the public cases "
           "(values written in for them) rather than follow the rule the exercise states")
 BLANK = "…"
+RAISED = re.compile(r"^your code raised (?P<error>[A-Za-z_][\w.]*)")
 HIDDEN_STATUS_SAYS = {
     "error": " (the check itself broke on this case: a fleetlab bug, never your answer's fault)",
     "skipped": " (not run: the check ran out of time on an earlier case)",
 }
 MACHINE_TOO_BUSY = "not judged: the grading machine was too busy to give your code its time; ask for a regrade"
+NOT_ATTEMPTED = "not attempted"
 NOT_GRADED = "not graded: no answer to it reached the grader (run its `check()` cell, and keep it)"
 
 
@@ -78,18 +83,34 @@ def _check_section(check_id: str, most: float, row: GradeRow) -> list[str]:
     report = row.checks.get(check_id)
     if report is None:
         return [*lines, NOT_GRADED, ""]
-    if report.status == "not yet" or not report.cases:  # unfinished, or refused before any case ran: no input named
+    if report.status == "not yet":
+        return [*lines, not_attempted(check_id, report.diagnosis, row.error), ""]
+    if not report.cases:  # refused before any case ran: no input named
         said = report.diagnosis if report.diagnosis.startswith(report.status) else \
             ": ".join(filter(None, (report.status, report.diagnosis)))
         return [*lines, said, ""]
     hidden = 0
     for case in report.cases:
         hidden += case.hidden
-        lines.append(_case_line(check_id, case, hidden))
+        lines.append(case_line(check_id, case, hidden))
     return [*lines, ""]
 
 
-def _case_line(check_id: str, case: CaseReport, hidden_number: int) -> str:
+def not_attempted(check_id: str, diagnosis: str, error: str) -> str:
+    """What an exercise with no answer to judge says: the learner's syntax error when a cell of that exercise
+    (named as ``cells.cell_name`` names it, in the notebook's ``error``) raised one; else "not attempted"."""
+    syntax = re.search(rf"(code cell \d+ \(exercise {re.escape(check_id)}\)) raised "
+                       rf"((?:SyntaxError|IndentationError|TabError)[^;]*)", error)
+    if syntax:
+        return (f"a syntax error in your {syntax[1]}: {syntax[2]}. The cell never ran, so its answer was not "
+                "defined: fix the line it names and run the cell")
+    if diagnosis.startswith(NOT_ATTEMPTED):
+        return diagnosis
+    return f"{NOT_ATTEMPTED}: the answer is as it was handed out (its `...` or `raise NotImplementedError` is there)"
+
+
+def case_line(check_id: str, case: CaseReport, hidden_number: int) -> str:
+    """One case as a learner may read it: a public case by name, a hidden one by number and what it points to."""
     if not case.hidden:
         said = f": {case.diagnosis}" if case.diagnosis else ""
         return f"- public case *{case.name}*: {case.status}{said}"
@@ -112,6 +133,8 @@ def misconception(check_id: str, diagnosis: str) -> str:
     for wrong in wrong_answers:
         if wrong.expect and wrong.expect in diagnosis:
             return blank_out(wrong.name, values)
+    if raised := RAISED.match(diagnosis):  # the runner's words (``learner.raised``): an error, not a fitted answer
+        return f"your code raised {raised['error']} on an input the public cases do not show"
     return FITTED
 
 

@@ -23,7 +23,7 @@ nothing they start outlives them.
 Each step reads and fills in the ``Job``; a learner's mistake (a raising
 cell, a hang, a dead kernel) is recorded in ``job.errors`` and the later
 steps see it, so one notebook's failure costs only its own points.
-Errors name cells counted from 1 at the top of the notebook, markdown included.
+Errors name a cell as the learner sees it: its place among the code cells, and its exercise (``cells``).
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ from fleetlab.course.grading.registry import Check
 from fleetlab.course.grading.results import CaseResult, CheckStatus, conclude
 from fleetlab.course.judge import sandbox
 from fleetlab_instructor.checks import full_check, full_checks
+from fleetlab_instructor.grading.cells import cell_name
 from fleetlab_instructor.grading.demos import cells_to_skip
 from fleetlab_instructor.grading.judging import JudgeServer, Verdicts, judge_answers
 from fleetlab_instructor.grading.environment import kernel_env, measure_graded_backend, share_fidelity_tables
@@ -190,7 +191,7 @@ def execute(job: Job) -> None:
         remaining = deadline - time.monotonic()
         cut_by_notebook = remaining < job.limits.cell
         run = job.kernel.run_cell(index, max(0.0, min(job.limits.cell, remaining)))
-        where = f"cell {index + 1}"
+        where = cell_name(job.nb, index)
         if run.output_cut:
             job.errors.append(f"{where} printed more than the grader keeps; its output was cut")
         if run.status == CellStatus.ERROR:

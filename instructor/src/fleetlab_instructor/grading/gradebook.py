@@ -20,6 +20,11 @@ An LMS matches rows by its own ids: name the submissions by LMS login.
 A learner id that a spreadsheet would read as a formula (``=``, ``+``,
 ``-``, ``@``) is written with a leading ``'`` (``csv_cell``).
 
+A gradebook adjusted with a collect's manifest (``adjust``) has a ``late``
+column before ``total``: the labs a learner handed in late and by how many
+days (``03: 1.5 d``), blank when none was; its ``Points Possible`` cell is
+blank. ``read_csv`` reads either layout back.
+
 A run given ``--run RUN`` (a sharded run must be) also writes a shard file,
 ``RUN.shard-I-of-N.json`` beside its gradebook: the run, I and N, its
 gradebook, each notebook's row with its cases (what the room report needs)
@@ -52,16 +57,21 @@ from fleetlab_instructor.grading.grade import CaseReport, CheckReport, GradeRow
 from fleetlab_instructor.grading.submissions import Shard, Submission, csv_cell, parse_run, parse_shard
 
 LEARNER_COLUMN = "learner"
+LATE_COLUMN = "late"
 TOTAL_COLUMN = "total"
 MAXIMA_ROW = "Points Possible"
 
 
 @dataclass
 class Gradebook:
-    """``maxima``: check id -> maximum points, sorted by id. ``rows``: learner id -> check id -> points or None."""
+    """``maxima``: check id -> maximum points, sorted by id. ``rows``: learner id -> check id -> points or None.
+
+    ``late``: learner id -> lab -> days late, or None when no manifest was read (no ``late`` column).
+    """
 
     maxima: dict[str, float] = field(default_factory=dict)
     rows: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    late: dict[str, dict[str, float]] | None = None
 
 
 def lab_maxima(labs: Sequence[str]) -> dict[str, float]:
@@ -97,14 +107,77 @@ def to_csv(book: Gradebook) -> str:
     checks = list(book.maxima)
     text = io.StringIO()
     writer = csv.writer(text, lineterminator="\n")
-    writer.writerow([LEARNER_COLUMN, *checks, TOTAL_COLUMN])
-    writer.writerow([MAXIMA_ROW, *(format_points(book.maxima[c]) for c in checks),
+    late = [] if book.late is None else [LATE_COLUMN]
+    writer.writerow([LEARNER_COLUMN, *checks, *late, TOTAL_COLUMN])
+    writer.writerow([MAXIMA_ROW, *(format_points(book.maxima[c]) for c in checks), *([""] * len(late)),
                      format_points(sum(book.maxima.values()))])
     for learner in sorted(book.rows):
         scores = book.rows[learner]
         cells = ["" if scores.get(c) is None else format_points(scores[c]) for c in checks]
-        writer.writerow([csv_cell(learner), *cells, format_points(sum(s for s in scores.values() if s is not None))])
+        said = [] if book.late is None else [late_cell(book.late.get(learner, {}))]
+        writer.writerow([csv_cell(learner), *cells, *said,
+                         format_points(sum(s for s in scores.values() if s is not None))])
     return text.getvalue()
+
+
+def late_cell(days_by_lab: Mapping[str, float]) -> str:
+    """The ``late`` cell: each lab handed in late and its days, ``03: 1.5 d; 07: 2 d``, or blank."""
+    return "; ".join(f"{lab}: {format_points(days)} d" for lab, days in sorted(days_by_lab.items()))
+
+
+def read_csv(path: Path) -> Gradebook:
+    """The gradebook ``to_csv`` wrote at ``path``; InvalidInput naming the file, the line and the cell that is wrong."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidInput("GRADES", f"cannot read {str(path)!r} ({exc})", hint=GRADES_HINT) from None
+    return read_csv_text(text, str(path))
+
+
+def read_csv_text(text: str, source: str = "the gradebook") -> Gradebook:
+    """The gradebook ``to_csv`` wrote as ``text`` (read from ``source``, as errors name it)."""
+    try:
+        lines = list(csv.reader(io.StringIO(text, newline=""), strict=True))
+    except csv.Error as exc:
+        raise InvalidInput("GRADES", f"{source!r} is not CSV ({exc})", hint=GRADES_HINT) from None
+    if len(lines) < 2 or lines[0][:1] != [LEARNER_COLUMN] or lines[0][-1:] != [TOTAL_COLUMN] \
+            or lines[1][:1] != [MAXIMA_ROW]:
+        raise InvalidInput("GRADES", f"{source!r} does not start with a {LEARNER_COLUMN!r} header and a "
+                           f"{MAXIMA_ROW!r} row", hint=GRADES_HINT)
+    header = lines[0]
+    has_late = header[-2:-1] == [LATE_COLUMN]
+    checks = header[1:-2 if has_late else -1]
+
+    def number(cell: str, line: int, column: str) -> float | None:
+        try:
+            return None if cell == "" else float(cell)
+        except ValueError:
+            raise InvalidInput(column, f"is {cell!r} on line {line} of {source!r}, not a number",
+                               hint=GRADES_HINT) from None
+
+    book = Gradebook({c: number(cell, 2, c) or 0.0 for c, cell in zip(checks, lines[1][1:], strict=False)},
+                     late={} if has_late else None)
+    for line, cells in enumerate(lines[2:], start=3):
+        if len(cells) != len(header):
+            raise InvalidInput("GRADES", f"line {line} of {source!r} has {len(cells)} cells, the header "
+                               f"{len(header)}", hint=GRADES_HINT)
+        learner = cells[0][1:] if cells[0][:1] == "'" and csv_cell(cells[0][1:]) == cells[0] else cells[0]
+        book.rows[learner] = {c: number(cell, line, c) for c, cell in zip(checks, cells[1:], strict=False)}
+        if has_late and cells[-2]:
+            book.late[learner] = _read_late(cells[-2], line, source)
+    return book
+
+
+def _read_late(cell: str, line: int, source: str) -> dict[str, float]:
+    try:
+        return {lab.strip(): float(days.strip().removesuffix(" d"))
+                for lab, days in (part.split(":", 1) for part in cell.split(";"))}
+    except ValueError:
+        raise InvalidInput(LATE_COLUMN, f"is {cell!r} on line {line} of {source!r}, not '03: 1.5 d; ...'",
+                           hint=GRADES_HINT) from None
+
+
+GRADES_HINT = "pass a gradebook CSV that `fleetlab grade --out` or `fleetlab gradebook merge/adjust --out` wrote"
 
 
 def merge(books: Mapping[Path, Gradebook]) -> Gradebook:

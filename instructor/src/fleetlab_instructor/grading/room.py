@@ -7,8 +7,10 @@ them share. A misconception is named as the feedback files name it: the
 instructor's catalogue entry (a known wrong answer) whose diagnosis a failed
 case gave, or, for a failed public case no entry matches, the first sentence
 of its diagnosis. A hidden case's inputs never appear (``feedback.misconception``
-blanks them). Each learner counts once per misconception and check. Last come
-intake's notes: the files left out, or graded as their folder's learner's.
+blanks them). Each learner counts once per misconception and check; equal
+counts are ordered by name, so a sharded run's report says what an
+unsharded one does. Last come intake's notes: the files left out, or graded
+as their folder's learner's.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ class CheckInRoom:
     title: str
     learners: int
     passed: int
-    misconceptions: tuple[tuple[str, int], ...]  # (what, how many learners), most common first
+    misconceptions: tuple[tuple[str, int], ...]  # (what, how many learners), most common first, ties by name
 
     @property
     def share_passed(self) -> float:
@@ -71,7 +73,7 @@ def room_summary(book: Gradebook, submissions: Sequence[Submission], rows: Seque
         scores = [scores[check_id] for scores in book.rows.values() if scores.get(check_id) is not None]
         passed = sum(1 for score in scores if score == most)
         summary.append(CheckInRoom(check_id, registry.get_check(check_id).title, len(scores), passed,
-                                   tuple(seen[check_id].most_common(top))))
+                                   tuple(sorted(seen[check_id].items(), key=lambda seen: (-seen[1], seen[0]))[:top])))
     return summary
 
 

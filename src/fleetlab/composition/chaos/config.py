@@ -5,7 +5,8 @@ covers the usual step, a heartbeat for the unusual one, enough receives to
 outlast the crashes, the last attempt parking with a diagnosis, idempotency
 with a window longer than a replay's horizon, an autoscaler with room, a
 router that falls back across groups, and a governor with headroom. Every
-bad value raises InvalidInput naming its field.
+bad value raises InvalidInput naming its field; a number is kept as Python's
+int or float (a whole float and a numpy integer are whole numbers).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass, fields
 
 from fleetlab.composition.topology import MAX_VISIBILITY_SECONDS
 from fleetlab.core.errors import InvalidInput
+from fleetlab.core.numbers import real, whole
 from fleetlab.services.agents.router import MAX_RETRIES
 from fleetlab.services.state.governor import Quota
 
@@ -64,15 +66,24 @@ class FleetConfig:
         self._check_router_and_governor()
 
     def _check_types(self) -> None:
+        """Refuse a value of the wrong kind; keep a number as Python's int or float (numpy's and 900.0 too)."""
         for spec in fields(self):
             value = getattr(self, spec.name)
             wanted = str(spec.type)
             if wanted == "bool" and not isinstance(value, bool):
                 raise InvalidInput(spec.name, f"must be True or False, got {value!r}")
-            if wanted == "int" and (isinstance(value, bool) or not isinstance(value, int)):
-                raise InvalidInput(spec.name, f"must be a whole number, got {value!r}")
-            if wanted == "float" and (isinstance(value, bool) or not isinstance(value, (int, float))):
-                raise InvalidInput(spec.name, f"must be a number, got {value!r}")
+            if wanted == "int":
+                number: float | int | None = whole(value)
+                if number is None:
+                    raise InvalidInput(spec.name, f"must be a whole number, got {value!r}",
+                                       hint="round it, e.g. math.ceil(...) for seconds or tokens")
+            elif wanted == "float" or (wanted == "float | None" and value is not None):
+                number = real(value)
+                if number is None:
+                    raise InvalidInput(spec.name, f"must be a number, got {value!r}")
+            else:
+                continue
+            object.__setattr__(self, spec.name, number)
 
     def _check_queues(self) -> None:
         _within("visibility_timeout", self.visibility_timeout, 1, MAX_VISIBILITY_SECONDS, "seconds (SQS's range)")
@@ -84,8 +95,7 @@ class FleetConfig:
                                                      f"{self.visibility_timeout} s (a claim's lease)",
                                hint="keep records longer than any way a step comes back: retries, redrives, replays")
         heartbeat = self.heartbeat_seconds
-        if heartbeat is not None and (isinstance(heartbeat, bool) or not isinstance(heartbeat, (int, float))
-                                      or not 0 < heartbeat < self.visibility_timeout):
+        if heartbeat is not None and not 0 < heartbeat < self.visibility_timeout:
             raise InvalidInput("heartbeat_seconds", f"must be None or between 0 and the visibility timeout "
                                                     f"{self.visibility_timeout} s (exclusive), got {heartbeat!r}")
 

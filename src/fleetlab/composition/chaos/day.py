@@ -29,8 +29,9 @@ class), from the day's own records, for the day's dashboard.
 
 What this day does not do yet (said on purpose): the replicas bound how
 many messages a round takes, but the steps of a round run one after
-another on the clock, so callers' waits are not timed against a deadline
-(``hung`` counts callers never answered); the replay republishes the
+another on the clock, so a caller's wait (which the scoreboard holds to its
+deadline) also counts the steps ahead of it in its round, longer than on a
+fleet whose replicas work at once; the replay republishes the
 day's own events instead of replaying an EventBridge archive (``replay_reach``
 moves the clock to when an operator would replay it); the
 orchestrator (Step Functions callbacks) is not on the day's path.

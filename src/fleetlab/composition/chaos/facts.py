@@ -14,11 +14,13 @@ from typing import Any
 from fleetlab.composition.chaos.schedule import ChaosSchedule
 from fleetlab.composition.chaos.scoreboard import Budgets
 from fleetlab.core.errors import InvalidInput
+from fleetlab.core.numbers import real, whole
 
 
 @dataclass(frozen=True)
 class DayFacts:
-    """The day a fleet must survive; every bad value raises InvalidInput naming its field.
+    """The day a fleet must survive; every bad value raises InvalidInput naming its field, and numbers are kept
+    as Python's float (seconds) and int (tokens), numpy's and whole floats too.
 
     ``slowest_step_seconds``: the slowest step's first attempt (the usual step
     takes well under a minute). ``outage_seconds``: how long the primary model
@@ -26,7 +28,8 @@ class DayFacts:
     step's event up to this long after it was first published.
     ``quota_tokens`` per ``quota_window`` seconds: the provider's quota, which
     the day's spend must stay within in every window. ``budgets``: API calls
-    and DynamoDB writes per completed step, tokens per conversation.
+    and DynamoDB writes per completed step, tokens per conversation, and each
+    caller's time to answer.
     """
 
     slowest_step_seconds: float = 2_700.0
@@ -39,10 +42,14 @@ class DayFacts:
     def __post_init__(self) -> None:
         for name in ("slowest_step_seconds", "outage_seconds", "replay_reach_seconds", "quota_window"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 30 * 86_400:
+            number = real(value)
+            if number is None or not 0 < number <= 30 * 86_400:
                 raise InvalidInput(name, f"must be positive seconds, 30 days at most, got {value!r}")
-        if isinstance(self.quota_tokens, bool) or not isinstance(self.quota_tokens, int) or self.quota_tokens < 1:
+            object.__setattr__(self, name, number)
+        tokens = whole(self.quota_tokens)
+        if tokens is None or tokens < 1:
             raise InvalidInput("quota_tokens", f"must be a positive whole number of tokens, got {self.quota_tokens!r}")
+        object.__setattr__(self, "quota_tokens", tokens)
         if not isinstance(self.budgets, Budgets):
             raise InvalidInput("budgets", f"must be a Budgets, got {type(self.budgets).__name__}")
 

@@ -18,8 +18,10 @@ from fleetlab.composition.chaos.config import FleetConfig
 from fleetlab.composition.chaos.schedule import ChaosSchedule
 from fleetlab.composition.chaos.series import DaySample
 from fleetlab.core.errors import InvalidInput
+from fleetlab.core.numbers import real
 from fleetlab.core.rendering import plain_text
 from fleetlab.core.tracing import Hop
+from fleetlab.core.units import duration
 
 INVARIANTS = ("no accepted request lost", "no duplicate effect", "every poison message parked with its diagnosis",
               "no caller left waiting", "every step on one trace", "spend within the quota")
@@ -28,16 +30,22 @@ INVARIANTS = ("no accepted request lost", "no duplicate effect", "every poison m
 
 @dataclass(frozen=True)
 class Budgets:
-    """What a day may cost: API calls and DynamoDB writes per completed step, tokens per conversation."""
+    """What a day may cost: API calls and DynamoDB writes per completed step, tokens per conversation, and
+    ``answer_seconds``, the deadline of each caller: from the step's accept (its publish) to its answer. Numbers
+    are kept as Python floats."""
 
     api_calls_per_step: float = 12.0
     dynamodb_writes_per_step: float = 4.75
     tokens_per_conversation: float = 6_000.0
+    answer_seconds: float = 43_200.0
 
     def __post_init__(self) -> None:
-        for name in ("api_calls_per_step", "dynamodb_writes_per_step", "tokens_per_conversation"):
-            if not getattr(self, name) > 0:
-                raise InvalidInput(name, f"must be positive, got {getattr(self, name)!r}")
+        for name in ("api_calls_per_step", "dynamodb_writes_per_step", "tokens_per_conversation", "answer_seconds"):
+            value = getattr(self, name)
+            number = real(value)
+            if number is None or not number > 0:
+                raise InvalidInput(name, f"must be a positive number, got {value!r}")
+            object.__setattr__(self, name, number)
 
 
 @dataclass(frozen=True)
@@ -53,7 +61,9 @@ class Result:
 class Counts:
     """The day's figures. ``lost``: healthy steps accepted that never took effect (``stranded`` of them
     sit in a DLQ); ``duplicated``: extra effects; ``parked``: distinct steps in a DLQ; ``hung``: callers
-    never answered; ``traced``: steps whose one trace runs from the bus to its delete; ``spend``: tokens."""
+    never answered; ``traced``: steps whose one trace runs from the bus to its delete; ``spend``: tokens;
+    ``slowest_answer``: the longest a caller waited from its step's first publish to its answer (seconds, over the
+    callers answered)."""
 
     accepted: int
     completed: int
@@ -67,6 +77,7 @@ class Counts:
     api_calls: int
     dynamodb_writes: int
     replayed: int
+    slowest_answer: float
     run_seconds: float
     virtual_seconds: float
 
@@ -145,7 +156,8 @@ class Scoreboard:
                             ("hung", f"{c.hung}"), ("traced", f"{c.traced:,}"), ("spend (tokens)", f"{c.spend:,}"),
                             ("API calls per step", f"{c.api_calls_per_step:.2f}"),
                             ("DynamoDB writes per step", f"{c.dynamodb_writes_per_step:.2f}"),
-                            ("replayed", f"{c.replayed}"), ("peak replicas", f"{self.replicas_peak}"),
+                            ("slowest answer", duration(round(c.slowest_answer))), ("replayed", f"{c.replayed}"),
+                            ("peak replicas", f"{self.replicas_peak}"),
                             ("crashes", ", ".join(f"{k} {v}" for k, v in sorted(self.crashes.items()))),
                             ("virtual time", f"{c.virtual_seconds / 3600:,.1f} h"),
                             ("run time", f"{c.run_seconds:.1f} s")):

@@ -13,6 +13,7 @@ from fleetlab.composition.chaos.scoreboard import Budgets, Counts, Result, Score
 from fleetlab.composition.chaos.series import DaySample
 from fleetlab.core.ledger import EffectsLedger
 from fleetlab.core.tracing import Hop, Tracer
+from fleetlab.core.units import duration
 from fleetlab.services.agents.router import Router
 from fleetlab.services.sqs.dlq import NO_DIAGNOSIS
 
@@ -48,7 +49,8 @@ def score(day: DayRecord, budgets: Budgets, *, run_seconds: float) -> Scoreboard
     lost = [trace for trace in healthy if trace not in took_effect]
     stranded = [trace for trace in lost if trace in parked]
     summary = day.ledger.summary(expected=set(healthy))
-    hung = [trace for trace in accepted if not _answered(timelines[trace])]
+    waits = {trace: wait for trace in accepted if (wait := _answer_wait(timelines[trace])) is not None}
+    hung = [trace for trace in accepted if trace not in waits]
     traced = [trace for trace in accepted if _one_trace(timelines[trace])]
     spend = sum(day.spend_by_window.values())
     peak_window = max(day.spend_by_window.values(), default=0)
@@ -56,7 +58,7 @@ def score(day: DayRecord, budgets: Budgets, *, run_seconds: float) -> Scoreboard
         accepted=len(accepted), completed=len(took_effect), lost=len(lost), stranded=len(stranded),
         duplicated=summary.duplicated, parked=len(parked), hung=len(hung), traced=len(traced), spend=spend,
         api_calls=day.calls.total, dynamodb_writes=day.calls.dynamodb_writes, replayed=len(day.replayed_traces),
-        run_seconds=run_seconds, virtual_seconds=day.virtual_seconds,
+        slowest_answer=max(waits.values(), default=0.0), run_seconds=run_seconds, virtual_seconds=day.virtual_seconds,
     )
     poison_parked = [trace for trace in schedule.poison if parked.get(trace, NO_DIAGNOSIS) != NO_DIAGNOSIS]
     poison_done = [trace for trace in schedule.poison if trace in took_effect]
@@ -86,6 +88,7 @@ def score(day: DayRecord, budgets: Budgets, *, run_seconds: float) -> Scoreboard
                f"{counts.dynamodb_writes:,} writes"),
         Result("spend per conversation", per_conversation <= budgets.tokens_per_conversation,
                f"{per_conversation:,.0f} tokens (budget {budgets.tokens_per_conversation:,.0f})"),
+        _time_to_answer(waits, budgets.answer_seconds),
     )
     hops = [hop for timeline in timelines.values() for hop in timeline]
     tally = day.router.tally()
@@ -105,14 +108,27 @@ def _spend_within_the_quota(peak_window: int, day: DayRecord) -> Result:
     if day.schedule.provider_quota is None:
         quota, window, whose = day.config.quota_tokens, day.config.quota_window, ""
     else:
-        (quota, window), whose = day.schedule.provider_quota, " (the provider's quota)"
+        (quota, window), whose = day.schedule.provider_quota, ", the provider's quota"
     return Result("spend within the quota", peak_window <= quota,
-                  f"peak {peak_window:,} of {quota:,} tokens in a {window:g} s window{whose}")
+                  f"peak {peak_window:,} of {quota:,} tokens in a {duration(window)} window{whose}")
 
 
-def _answered(timeline: list[Hop]) -> bool:
-    """The caller got a result, or a graceful error when the step was parked."""
-    return any(hop.name in ANSWERED or (hop.name == "parked" and hop.attrs.get("answered")) for hop in timeline)
+def _time_to_answer(waits: Mapping[str, float], deadline: float) -> Result:
+    """Each answered caller's wait against the deadline (a caller never answered counts under "no caller left
+    waiting")."""
+    late = [trace for trace, wait in waits.items() if wait > deadline]
+    slowest = max(waits.values(), default=0.0)
+    return Result("time to answer", not late,
+                  f"slowest {duration(round(slowest))} (budget {duration(deadline)}): {len(late)} of {len(waits):,} "
+                  f"answered callers waited longer" + _some(late))
+
+
+def _answer_wait(timeline: list[Hop]) -> float | None:
+    """From the trace's first hop (the step's publish) to the caller's first answer (a result, or a graceful error
+    when the step was parked); None when the caller was never answered."""
+    answered = next((hop.at for hop in timeline
+                     if hop.name in ANSWERED or (hop.name == "parked" and hop.attrs.get("answered"))), None)
+    return None if answered is None else answered - timeline[0].at
 
 
 def _one_trace(timeline: list[Hop]) -> bool:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from fleetlab.composition.scaling.manifest import SqsTrigger
 from fleetlab.core.errors import InvalidInput
+from fleetlab.core.numbers import whole
 
 VISIBLE = "ApproximateNumberOfMessages"
 IN_FLIGHT = "ApproximateNumberOfMessagesNotVisible"
@@ -34,8 +35,10 @@ class QueueAttributes:
     def __post_init__(self) -> None:
         for name in ("visible", "in_flight", "delayed"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            count = whole(value)
+            if count is None or count < 0:
                 raise InvalidInput(name, f"must be a whole number >= 0, got {value!r}")
+            object.__setattr__(self, name, count)
 
     @classmethod
     def from_sqs(cls, attributes: Mapping[str, str]) -> QueueAttributes:

@@ -11,11 +11,10 @@ never a rounded ``4.0 days``), so two different spans never read alike in a diag
 from __future__ import annotations
 
 import math
-import numbers
-from decimal import Decimal
 from typing import Any
 
 from fleetlab.core.errors import InvalidInput
+from fleetlab.core.numbers import real, whole
 from fleetlab.core.units import duration
 
 __all__ = ["duration", "seconds", "whole_number"]
@@ -23,19 +22,17 @@ __all__ = ["duration", "seconds", "whole_number"]
 
 def seconds(value: Any, *, returned_by: str, example: str = "600") -> float:
     """``value`` as a float number of seconds; InvalidInput (field ``returned_by``) otherwise."""
-    kind = type(value).__name__
-    if isinstance(value, bool):
-        problem = f"returned {value!r}, a bool"
-    elif not isinstance(value, (numbers.Real, Decimal)):
-        problem = f"returned {value!r}, a {kind}"
-    elif math.isnan(value):
+    number = real(value)
+    if number is None:
+        problem = f"returned {value!r}, a {type(value).__name__}"
+    elif math.isnan(number):
         problem = "returned NaN"
-    elif math.isinf(value):
-        problem = f"returned {float(value)}, which is not a duration"
-    elif value < 0:
+    elif math.isinf(number):
+        problem = f"returned {number}, which is not a duration"
+    elif number < 0:
         problem = f"returned {value!r}, a negative duration"
     else:
-        return float(value)
+        return number
     raise InvalidInput(returned_by, problem, hint=f"return a number of seconds, like {example}")
 
 
@@ -44,12 +41,13 @@ def whole_number(value: Any, *, returned_by: str, what: str, example: str) -> in
 
     ``what`` names the quantity in the message ("a whole number of replicas").
     """
-    if isinstance(value, bool) or not isinstance(value, (numbers.Real, Decimal)):
+    number = real(value)
+    if number is None:
         problem = f"returned {value!r}, a {type(value).__name__}"
-    elif not math.isfinite(value):
+    elif not math.isfinite(number):
         problem = f"returned {value!r}"
-    elif value != int(value):
+    elif (count := whole(value)) is None:
         problem = f"returned {value!r}, which is not a whole number"
     else:
-        return int(value)
+        return count
     raise InvalidInput(returned_by, problem, hint=f"return {what}, like {example}")

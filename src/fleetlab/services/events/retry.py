@@ -29,6 +29,7 @@ from functools import cached_property
 from typing import Any
 
 from fleetlab.core.errors import InvalidInput
+from fleetlab.core.numbers import whole
 from fleetlab.core.units import duration
 
 MAX_ATTEMPTS = 185
@@ -36,11 +37,12 @@ MIN_AGE_SECONDS, MAX_AGE_SECONDS = 60, 86_400
 
 
 def _whole_number_in(field: str, value: Any, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+    number = whole(value)
+    if number is None:
         raise InvalidInput(field, f"must be a whole number, got {value!r}")
-    if not low <= value <= high:
-        raise InvalidInput(field, f"{value:g} is outside EventBridge's range {low}-{high}")
-    return int(value)
+    if not low <= number <= high:
+        raise InvalidInput(field, f"{number} is outside EventBridge's range {low}-{high}")
+    return number
 
 
 @dataclass(frozen=True)

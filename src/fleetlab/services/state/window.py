@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fleetlab.core.errors import InvalidInput
+from fleetlab.core.numbers import plain
 from fleetlab.services.events.retry import RetryPolicy
 
 DAY = 86_400
@@ -37,8 +38,10 @@ class DuplicateSources:
     def __post_init__(self) -> None:
         for field in ("retry_window", "retention", "replay_horizon"):
             value = getattr(self, field)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            number = plain(value)
+            if number is None or not number >= 0:
                 raise InvalidInput(field, f"must be zero or more seconds, got {value!r}")
+            object.__setattr__(self, field, number)
 
     @classmethod
     def from_facts(cls, facts: Mapping[str, Any]) -> DuplicateSources:

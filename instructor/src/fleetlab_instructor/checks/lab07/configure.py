@@ -1,8 +1,9 @@
 """``07.configure``: the hidden days, the reference configuration and both catalogues.
 
 The hidden days replay from further back, hold the spend to other quotas and
-windows, and run other seeds, so a configuration copied from the public
-days' numbers does not survive them.
+windows (one of an hour and a half, which a governor's hour does not nest in),
+and run other seeds, so a configuration copied from the public days' numbers,
+or a governor left on its own window, does not survive them.
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ HIDDEN = (
     Day("an archive replayed two days later, a provider quota of 8,000 tokens an hour",
         DayFacts(slowest_step_seconds=1_200, replay_reach_seconds=2 * DAY, quota_tokens=8_000, quota_window=3_600,
                  budgets=BUDGETS), seed=17),
+    Day("a provider quota of 9,000 tokens per hour and a half",
+        DayFacts(slowest_step_seconds=1_200, replay_reach_seconds=2 * DAY, quota_tokens=9_000, quota_window=5_400,
+                 budgets=BUDGETS), seed=31),
 )
 
 
@@ -60,6 +64,10 @@ def _visibility_over_the_slowest_step_no_heartbeat(facts: DayFacts) -> FleetConf
                    visibility_timeout=min(43_200, math.ceil(facts.slowest_step_seconds * 1.5)))
 
 
+def _governor_on_its_own_hour(facts: DayFacts) -> FleetConfig:
+    return replace(reference_configure(facts), quota_window=3_600.0)
+
+
 def _the_quota_per_minute(facts: DayFacts) -> FleetConfig:
     per_minute = max(1, int(facts.quota_tokens * 60 / facts.quota_window))
     return replace(reference_configure(facts), quota_tokens=per_minute, quota_window=60.0, headroom=0.0,
@@ -73,7 +81,7 @@ RIGHT_ANSWERS = (
 )
 
 WRONG_ANSWERS = (
-    WrongAnswer("the defaults, whatever the day", lambda facts: FleetConfig(), "no duplicate effect broke"),
+    WrongAnswer("the defaults, whatever the day", lambda facts: FleetConfig(), '"no duplicate effect" broke'),
     WrongAnswer("records kept one day, as in lab 02", lambda facts: replace(reference_configure(facts),
                                                                             idempotency_window=DAY),
                 "keep them longer than a replay reaches"),
@@ -81,13 +89,15 @@ WRONG_ANSWERS = (
         idempotency_window=int(facts.replay_reach_seconds + DAY)), "hold the governor to the provider's quota"),
     WrongAnswer("a quota per minute instead of per hour", lambda facts: replace(reference_configure(facts),
                                                                                 quota_window=60.0),
-                "spend within the quota broke"),
+                '"spend within the quota" broke'),
     WrongAnswer("no heartbeat: the visibility covers the usual step", lambda facts: replace(
         reference_configure(facts), heartbeat_seconds=None), "beat while a step runs"),
     WrongAnswer("no heartbeat: the visibility covers the slowest step, not its wait for tokens",
                 _visibility_over_the_slowest_step_no_heartbeat, "a step also waits for its tokens"),
     WrongAnswer("the provider's quota spread per minute: less than one call a window",
-                _the_quota_per_minute, "such a call can never be paid"),
+                _the_quota_per_minute, "such a call is never paid"),
+    WrongAnswer("the governor at the provider's tokens over its own hour", _governor_on_its_own_hour,
+                "whose windows do not nest in your 1 h ones", public=False),
     WrongAnswer("the public days' numbers, hard-coded", lambda facts: FleetConfig(
         idempotency_window=4 * DAY, quota_tokens=6_000, quota_window=3_600, batch_tokens=1_080),
         "keep them longer than a replay reaches", public=False),

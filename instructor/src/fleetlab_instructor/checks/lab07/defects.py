@@ -71,6 +71,10 @@ def _every_knob_copied_then_changed(config: FleetConfig, scoreboard: Scoreboard)
     return FleetConfig(**knobs)
 
 
+def _no_heartbeat_twelve_hours_visibility(config: FleetConfig, scoreboard: Scoreboard) -> FleetConfig:
+    return replace(reference_repair(config, scoreboard), heartbeat_seconds=None, visibility_timeout=43_200)
+
+
 def _first_broken_only(config: FleetConfig, scoreboard: Scoreboard) -> FleetConfig:
     first = scoreboard.broken()[0]
     fixed = reference_repair(config, scoreboard)
@@ -86,9 +90,11 @@ RIGHT_ANSWERS = (
 
 WRONG_ANSWERS = (
     WrongAnswer("starts again from the defaults", lambda config, scoreboard: FleetConfig(),
-                "no duplicate effect broke"),
+                '"no duplicate effect" broke'),
     WrongAnswer("returns the configuration unchanged", lambda config, scoreboard: config, "unchanged"),
     WrongAnswer("fixes only the first broken invariant", _first_broken_only, "let the last attempt park it"),
+    WrongAnswer("drops the heartbeat and raises the visibility timeout to 12 h", _no_heartbeat_twelve_hours_visibility,
+                "a crashed step waits out a 12 h visibility timeout"),
     WrongAnswer("the public case's repair, hard-coded", lambda config, scoreboard: replace(
         config, park_with_diagnosis=True, heartbeat_seconds=300.0), "keep them longer than a replay reaches",
         public=False),

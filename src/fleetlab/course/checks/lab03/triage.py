@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import numbers
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from typing import Any
 
 from fleetlab.composition.topology import experiment_queue
 from fleetlab.core.errors import InvalidInput
+from fleetlab.core.numbers import whole
 from fleetlab.course.checks import hints
 from fleetlab.course.experiments.poison import step_body
 from fleetlab.course.grading.calls import CallLog
@@ -156,11 +156,12 @@ def _read_counts(returned: Any) -> Counter:
         raise InvalidInput("triage", f"returned {type(returned).__name__}; return the counts, a dict of class -> "
                                      "number of records, like {'THROTTLING': 11, 'UNKNOWN': 2}")
     counts: Counter = Counter()
-    for code, count in returned.items():
-        if isinstance(count, bool) or not isinstance(count, numbers.Integral):
-            raise InvalidInput("triage", f"returned {count!r} for {code!r}; each count is a whole number of records")
+    for code, value in returned.items():
+        count = whole(value)
+        if count is None:
+            raise InvalidInput("triage", f"returned {value!r} for {code!r}; each count is a whole number of records")
         if count:
-            counts[code] = int(count)
+            counts[code] = count
     return counts
 
 

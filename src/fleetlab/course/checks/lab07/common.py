@@ -11,11 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from fleetlab.composition.chaos import DayFacts, FleetConfig, Scoreboard, run_chaos_day
+from fleetlab.composition.chaos import DayFacts, FleetConfig, Result, Scoreboard, run_chaos_day
 from fleetlab.composition.chaos.schedule import TOKENS_PER_CALL
 from fleetlab.course.grading.registry import Case, CaseOutcome
 from fleetlab.course.grading.values import duration
 
+ANSWER = "time to answer"  # the budget of each caller's deadline
 POISON = 2  # poison steps in a case's day: two to park, on a day of a few dozen steps
 
 
@@ -43,15 +44,41 @@ def run_day(ctx: Any, case: Day, config: FleetConfig) -> Scoreboard:
 
 
 def judge(board: Scoreboard, *, what: str = "your configuration") -> CaseOutcome:
-    """Pass when every invariant held and every budget was met; else name each broken one and its cause."""
+    """Pass when every invariant held and every budget was met; else name each broken one and its cause.
+
+    The broken invariants come first with their figures, each cause said once. A budget of calls, writes or
+    tokens broken beside them is only named: the invariants' failures move those figures, so they are fixed first.
+    """
     broken = [result for result in (*board.invariants, *board.budgets) if not result.ok]
     if not broken:
         counts = board.counts
         return CaseOutcome(True, f"every invariant held and every budget was met over {counts.accepted} steps "
                                  f"({sum(board.crashes.values())} crashes, {counts.replayed} replayed, "
-                                 f"{counts.parked} parked, {counts.api_calls_per_step:.2f} API calls per step)")
-    said = "; ".join(f"{result.name} broke ({result.detail}): {cause(result.name, board)}" for result in broken)
-    return CaseOutcome(False, f"on this day {what} broke {len(broken)} of the invariants and budgets: {said}")
+                                 f"{counts.parked} parked, {counts.api_calls_per_step:.2f} API calls per step, "
+                                 f"the slowest caller answered in {duration(round(counts.slowest_answer))})")
+    invariants = [result for result in board.invariants if not result.ok]
+    follow = [r for r in board.budgets if not r.ok and invariants and r.name != ANSWER]
+    by_cause: dict[str, list[Result]] = {}
+    for result in broken:
+        if result not in follow:
+            by_cause.setdefault(cause(result.name, board), []).append(result)
+    said = [f"{_names(results)} broke ({'; '.join(r.detail for r in results)}): {why}"
+            for why, results in by_cause.items()]
+    if follow:
+        said.append(f"{_names(follow)} broke too: fix the invariants first, as lost, retried and repeated steps "
+                    "move their figures")
+    return CaseOutcome(False, f"{what[0].upper()}{what[1:]} broke {len(broken)} of the day's invariants and "
+                              "budgets. " + "; ".join(said))
+
+
+def _names(results: list[Result]) -> str:
+    names = [quoted(result.name) for result in results]
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def quoted(name: str) -> str:
+    """An invariant's or budget's name in quotes, so that it reads as a name in a sentence."""
+    return f'"{name}"'
 
 
 def cause(name: str, board: Scoreboard) -> str:
@@ -65,9 +92,9 @@ def cause(name: str, board: Scoreboard) -> str:
                     "so steps used up their receives; route around the outage to the fallback group")
         largest, usable = TOKENS_PER_CALL[1], config.quota().usable()
         if usable < largest:
-            return (f"a model call costs up to {largest:,} tokens, and your governor lets at most {usable:,} be drawn "
-                    f"per {duration(config.quota_window)} (quota_tokens less the headroom): such a call can never "
-                    "be paid, however often it is received; allow at least one call's tokens per window")
+            return (f"a model call costs up to {largest:,} tokens and your governor grants at most {usable:,} per "
+                    f"{duration(config.quota_window)} (quota_tokens less the headroom), so such a call is never paid: "
+                    "allow at least one call's tokens per window")
         return f"steps used up their {config.max_receives} receives before one succeeded; allow them more receives"
     if name in ("every poison message parked with its diagnosis", "no caller left waiting", "every step on one trace"):
         if not config.park_with_diagnosis:
@@ -76,13 +103,31 @@ def cause(name: str, board: Scoreboard) -> str:
         return "look at the parked steps' diagnoses and the traces that stop short"
     if name == "spend within the quota":
         return _why_over_quota(board)
-    if name == "DynamoDB writes per step":
-        return (f"the governor draws {config.batch_tokens:,} tokens at a time, one conditional write a draw; "
-                "draw batches of several calls' tokens")
-    if name == "API calls per completed step":
-        beats = "" if config.heartbeat_seconds is None else f", a heartbeat every {duration(config.heartbeat_seconds)}"
-        return f"count the calls by operation (governor draws of {config.batch_tokens:,} tokens{beats})"
-    return "every retry, redelivery and duplicate is paid for again; fix the invariants first"
+    if name == ANSWER:
+        return _why_late(board)
+    if name == "DynamoDB writes per step" and config.batch_tokens < 2 * TOKENS_PER_CALL[1]:
+        return (f"the governor draws {config.batch_tokens:,} tokens at a time, one conditional write a draw, and a "
+                f"call costs up to {TOKENS_PER_CALL[1]:,}; draw batches of several calls' tokens")
+    if name == "spend per conversation":
+        return ("every attempt's model call is paid, the failed and the repeated ones too: look at the receives per "
+                "step and the router's retries")
+    beats = "" if config.heartbeat_seconds is None else f", a heartbeat every {duration(config.heartbeat_seconds)}"
+    return f"count the calls by operation (governor draws of {config.batch_tokens:,} tokens{beats})"
+
+
+def _why_late(board: Scoreboard) -> str:
+    """Why a caller waited past its deadline: a crashed or failed attempt comes back only after the visibility
+    timeout, and a poison step is parked on its last attempt, after a timeout for each failed one before it."""
+    config = board.config
+    timeout = duration(config.visibility_timeout)
+    failed = config.max_receives - 2  # failed attempts before the last one, which parks (on receive max - 1)
+    poison = (f", and a poison step waits out {failed} of them ({duration(failed * config.visibility_timeout)}) "
+              "before its last attempt answers the caller") if config.park_with_diagnosis and failed > 0 else ""
+    if config.heartbeat_seconds is None and config.visibility_timeout >= board.schedule.slow_seconds:
+        return (f"a crashed step waits out a {timeout} visibility timeout before anyone retries it{poison}; "
+                "keep the timeout near the usual step and beat while the slow one runs instead")
+    return (f"a crashed or failed attempt comes back only after the {timeout} visibility timeout{poison}; "
+            "keep the timeout near the usual step (a heartbeat covers the slow one) and the receives few")
 
 
 def _why_twice(board: Scoreboard) -> str:
@@ -91,9 +136,9 @@ def _why_twice(board: Scoreboard) -> str:
         return "without idempotency every redelivered or replayed step takes effect again; claim before the effect"
     causes = []
     if schedule.replay_reach is not None and config.idempotency_window <= schedule.replay_reach:
-        causes.append(f"the replay republished events {duration(schedule.replay_reach)} after they were first "
-                      f"published, and your records live {duration(config.idempotency_window)}; keep them longer "
-                      "than a replay reaches")
+        causes.append(f"a replay republished events {duration(schedule.replay_reach)} after their first publish, "
+                      f"and your records live {duration(config.idempotency_window)}: keep them longer than a replay "
+                      "reaches")
     if config.heartbeat_seconds is None and config.visibility_timeout < schedule.slow_seconds:
         causes.append(f"the slowest step ran {duration(schedule.slow_seconds)} on a "
                       f"{duration(config.visibility_timeout)} visibility timeout with no heartbeat, so a second "
@@ -112,5 +157,7 @@ def _why_over_quota(board: Scoreboard) -> str:
     if quota is None:
         return f"{mine}; the spend went past it"
     tokens, window = quota
-    return (f"{mine} and the provider's quota is {tokens:,} per {duration(window)}; hold the governor to the "
-            "provider's quota and window")
+    theirs = f"{mine}, the provider {tokens:,} per {duration(window)}"
+    if config.quota_window % window:
+        theirs += f", whose windows do not nest in your {duration(config.quota_window)} ones"
+    return f"{theirs}: hold the governor to the provider's quota and window"

@@ -30,7 +30,7 @@ looser than a full day's."""
         Day("a provider quota of 6,000 tokens an hour",
             DayFacts(slowest_step_seconds=1_200, quota_tokens=6_000, quota_window=3_600, budgets=BUDGETS), seed=11),
     ],
-    hidden_cases=2,
+    hidden_cases=3,
     timeout=60,
     function="configure",
     parameters="day",

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fleetlab.composition.chaos import DayFacts, FleetConfig, Scoreboard
-from fleetlab.course.checks.lab07.common import Day, judge, returned_config, run_day
+from fleetlab.course.checks.lab07.common import Day, judge, quoted, returned_config, run_day
 from fleetlab.course.checks.lab07.configure import BUDGETS, DAY
 from fleetlab.course.grading.registry import CaseOutcome, register
 
@@ -60,5 +60,5 @@ def check_defects(answer: Any, case: Planted, ctx: Any) -> CaseOutcome:
         return repaired
     if repaired == case.config:
         return CaseOutcome(False, f"repair returned the configuration unchanged, and its day broke "
-                                  f"{', '.join(board.broken())}; change the knobs behind each")
+                                  f"{', '.join(quoted(name) for name in board.broken())}; change the knobs behind each")
     return judge(run_day(ctx, case, repaired), what="your repaired configuration")

@@ -1,0 +1,82 @@
+"""Feedback names a cell as the learner sees it, an untouched exercise "not attempted", a syntax error the learner's."""
+
+import re
+from pathlib import Path
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+from fleetlab_instructor.grading import exports, gradebook
+from fleetlab_instructor.grading.cells import cell_name
+from fleetlab_instructor.grading.feedback import FITTED, feedback_text, misconception
+from fleetlab_instructor.grading.grade import CaseReport, CheckReport, GradeRow
+from fleetlab_instructor.grading.room import room_summary
+from fleetlab_instructor.grading.submissions import Submission
+
+from fleetlab.course.grading.results import NOT_YET_ADVICE
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_a_cell_is_named_by_its_place_among_code_cells_and_the_exercise_above_it():
+    nb = new_notebook(cells=[new_markdown_cell("# Lab 01\n\nintro"), new_code_cell("import fleetlab"),
+                             new_markdown_cell("## Exercise 01.visibility\nWrite it."), new_code_cell("def f(): ..."),
+                             new_markdown_cell("## Wrapping up"), new_code_cell("lab.close()")])
+    assert [cell_name(nb, index) for index in (1, 3, 5)] == [
+        "code cell 1", "code cell 2 (exercise 01.visibility)", "code cell 3"]
+
+
+def test_every_exercise_cell_of_the_labs_is_named_by_its_check():
+    for path in sorted((REPO / "labs").glob("[0-9][0-9]_*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        for index, cell in enumerate(nb.cells):
+            for check_id in re.findall(r"""check\(\s*["'](\d\d\.\w+)["']""", cell.source):
+                assert cell_name(nb, index).endswith(f"(exercise {check_id})"), (path.name, index)
+
+
+def one_learner(error: str, status: str, diagnosis: str) -> tuple[list[tuple[Submission, GradeRow]], gradebook.Gradebook]:
+    sub = Submission(Path("ada/01_at_least_once.ipynb"), "ada", "01")
+    row = GradeRow(str(sub.path), {"01.visibility": 0.0, "01.heartbeat": 0.0}, {}, error,
+                   {"01.visibility": CheckReport(status, diagnosis), "01.heartbeat": CheckReport(status, diagnosis)})
+    return [(sub, row)], gradebook.build([sub], [row])
+
+
+def test_an_untouched_exercise_is_not_attempted_never_run_this_check_again():
+    graded, book = one_learner("", "not yet", NOT_YET_ADVICE)
+    text = feedback_text("ada", graded, book.maxima)
+    assert "run this check again" not in text
+    assert text.count("not attempted: the answer is as it was handed out") == 2
+    tests = exports.results_json(graded, book)["tests"]
+    assert all(test["output"].startswith("not attempted") for test in tests)
+
+
+def test_a_syntax_error_in_an_exercise_cell_is_the_learners_syntax_error_for_that_exercise_only():
+    error = ("code cell 9 (exercise 01.visibility) raised SyntaxError: invalid syntax (line 3); "
+             "code cell 4 raised NameError: name 'x' is not defined")
+    graded, book = one_learner(error, "not yet", "not attempted: no `choose_visibility` defined")
+    text = feedback_text("ada", graded, book.maxima)
+    visibility, heartbeat = text.split("### 01.visibility")[1], text.split("### 01.heartbeat")[1].split("###")[0]
+    assert "a syntax error in your code cell 9 (exercise 01.visibility): SyntaxError: invalid syntax (line 3)" \
+        in visibility
+    assert "not attempted" not in visibility.split("###")[0]
+    assert "not attempted: no `choose_visibility` defined" in heartbeat and "syntax" not in heartbeat
+
+
+def test_a_hidden_case_the_learners_code_raised_on_is_named_by_its_error_not_as_a_fitted_answer():
+    said = misconception("00.planes", "your code raised NameError: name 'qeue' is not defined (in planes, line 3)")
+    assert said == "your code raised NameError on an input the public cases do not show"
+    assert misconception("00.planes", "'work queues' is missing") == FITTED
+
+
+def test_the_room_orders_equally_common_misconceptions_by_name_whatever_order_the_rows_come_in():
+    def failed(learner: str, diagnosis: str) -> tuple[Submission, GradeRow]:
+        cases = (CaseReport("a", False, "fail", diagnosis),)
+        return (Submission(Path(f"{learner}/00_lab.ipynb"), learner, "00"),
+                GradeRow(learner, {"00.planes": 0.0}, {}, "", {"00.planes": CheckReport("fail", diagnosis, cases)}))
+
+    graded = [failed("ann", "zebra went wrong. More."), failed("bob", "apple went wrong. More.")]
+    summaries = []
+    for order in (graded, graded[::-1]):
+        subs, rows = [sub for sub, _ in order], [row for _, row in order]
+        summaries.append(room_summary(gradebook.build(subs, rows), subs, rows))
+    assert summaries[0] == summaries[1]
+    assert [what for what, _ in summaries[0][0].misconceptions] == ["apple went wrong.", "zebra went wrong."]
