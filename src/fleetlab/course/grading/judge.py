@@ -143,7 +143,8 @@ def judge_one(check: Check, hidden: Iterable[Case], entry: Mapping[str, str] | N
         return _plain(refused(check, loaded.detail, graded=True))
     if built_by := [name for name in entry.get("shortcut", "").split(", ") if name in check.implemented_by]:
         return _plain(shortcuts.refused_shortcut(check, built_by, graded=True))  # data its cells built so
-    result = run_check(check.with_hidden(tuple(hidden)), loaded.value, include_hidden=True, backends=backends)
+    result = run_check(check.with_hidden(tuple(hidden)), loaded.value, include_hidden=True, backends=backends,
+                       reload=lambda: answers.load(check.id, entry["pickle"], check.implemented_by).value)
     if taken := [name for name in answers.shortcuts() if name in check.implemented_by]:
         return _plain(shortcuts.refused_shortcut(check, taken, graded=True))
     return _plain(result)
