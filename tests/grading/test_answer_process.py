@@ -27,9 +27,10 @@ import pytest
 from fleetlab.core.errors import StepFailed
 from fleetlab.core.virtualclock import VirtualClock
 from fleetlab.course.grading import learner, registry, run_check
-from fleetlab.course.grading.answerhost import AnswerHost
-from fleetlab.course.grading.judge import keep_memory_private
-from fleetlab.course.grading.remote import Peer, RemoteError, RemoteFailed, _DataOnly, settle_everywhere
+from fleetlab.course.judge.answerhost import AnswerHost
+from fleetlab.course.judge.codec import DataOnly, RemoteError, RemoteFailed
+from fleetlab.course.judge.peer import Peer, settle_everywhere
+from fleetlab.course.judge.server import keep_memory_private
 from fleetlab.course.grading.registry import StopAnswer
 from fleetlab.course.grading.results import CheckStatus
 from fleetlab.course.grading.runner import TOO_BUSY
@@ -318,7 +319,7 @@ def test_a_pickle_naming_any_class_or_function_is_refused_unread(tmp_path):
             return (os.mkdir, (str(tmp_path / "made"),))
 
     with pytest.raises(pickle.UnpicklingError, match="posix.mkdir is not data"):
-        _DataOnly(io.BytesIO(pickle.dumps(["req", Evil()]))).load()
+        DataOnly(io.BytesIO(pickle.dumps(["req", Evil()]))).load()
     assert not (tmp_path / "made").exists()
 
 

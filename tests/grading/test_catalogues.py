@@ -26,8 +26,8 @@ from fleetlab_instructor.grading.feedback import blank_out, hidden_only_values, 
 
 from fleetlab.course import lab
 from fleetlab.course.grading import registry, run_check
-from fleetlab.course.grading.answerhost import AnswerHost
-from fleetlab.course.grading.judge import judge_one
+from fleetlab.course.judge.answerhost import AnswerHost
+from fleetlab.course.judge.server import judge_one
 from fleetlab.course.grading.results import CheckStatus
 from fleetlab.course.grading.runner import CheckBackend
 

@@ -12,7 +12,8 @@ from fleetlab_instructor.grading import judging
 from fleetlab_instructor.grading.environment import kernel_env
 from fleetlab_instructor.grading.judging import Ended, JudgeServer, JudgeStopped, Verdicts, judge_answers
 
-from fleetlab.course.grading import judge, session
+from fleetlab.course.grading import session
+from fleetlab.course.judge import server as judge
 
 from .answers import divides, good_handle
 

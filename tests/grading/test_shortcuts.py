@@ -19,8 +19,8 @@ from fleetlab.cli import main
 from fleetlab.composition.scaling.capacity import daily_bill
 from fleetlab.course.experiments.replay import COMPLETED_STEPS
 from fleetlab.course.grading import registry, run_check, session, shortcuts
-from fleetlab.course.grading.answerhost import AnswerHost
-from fleetlab.course.grading.judge import judge_one
+from fleetlab.course.judge.answerhost import AnswerHost
+from fleetlab.course.judge.server import judge_one
 from fleetlab.course.grading.results import CheckStatus
 from fleetlab.course.grading.runner import CheckBackend
 from fleetlab.services.events import replay as replays

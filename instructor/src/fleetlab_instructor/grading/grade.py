@@ -6,7 +6,7 @@ The learner's kernel only runs the learner's cells and hands the answers
 over: a last cell the grader appends (``session.hand_in``) writes each
 answer, serialised by value, to a file. The course's demonstration cells
 that no answer needs are not run (``demos``). The verdict is computed outside that
-kernel, by a judge (``fleetlab.course.grading.judge``): a fresh process in
+kernel, by a judge (``fleetlab.course.judge.server``): a fresh process in
 the same sandbox in which no learner cell ever ran, given the hidden cases
 by the grader. It reports each case's status as JSON; the grader scores the
 cases with its own registry's checks (their points, their number of cases),
@@ -45,7 +45,7 @@ from fleetlab_tools.warm_kernels import WarmKernels
 from nbformat import NotebookNode
 
 from fleetlab.core.errors import InvalidInput
-from fleetlab.course.grading.judge import keep_memory_private
+from fleetlab.course.judge.server import keep_memory_private
 from fleetlab.course.grading.registry import Check
 from fleetlab.course.grading.results import CaseResult, CheckStatus, conclude
 from fleetlab.course.judge import sandbox

@@ -1,4 +1,4 @@
-"""The grader's side of the judge (``fleetlab.course.grading.judge``): hand it a notebook's answers, read its verdicts.
+"""The grader's side of the judge (``fleetlab.course.judge.server``): hand it a notebook's answers, read its verdicts.
 
 ``JudgeServer`` runs one judge server for a batch and lets the grader's
 threads share it. ``judge_answers`` hands one notebook's answers (the bytes
@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from fleetlab.core.errors import FleetlabError
-from fleetlab.course.grading import handover
-from fleetlab.course.grading.judge import ANSWERS
+from fleetlab.course.judge import handover
+from fleetlab.course.judge.server import ANSWERS
 from fleetlab.course.grading.registry import Check
 
-JUDGE_MODULE = "fleetlab.course.grading.judge"
+JUDGE_MODULE = "fleetlab.course.judge.server"
 SERVER_RESTARTS = 1
 """Times a notebook is judged afresh when the judge server dies while judging it (the server is started again)."""
 REPLY_GRACE = 30.0
@@ -45,7 +45,7 @@ class JudgeStopped(FleetlabError):
 @dataclass(frozen=True)
 class Ended:
     """How one judge ended: its exit code, whether it was killed for running past its time, and the lines it
-    wrote to its verdicts' pipe (JSON events, see ``fleetlab.course.grading.judge``)."""
+    wrote to its verdicts' pipe (JSON events, see ``fleetlab.course.judge.server``)."""
 
     exit: int
     timed_out: bool
@@ -53,7 +53,7 @@ class Ended:
 
 
 class JudgeServer:
-    """One judge server (``python -m fleetlab.course.grading.judge``) in ``env``, shared by the grader's threads.
+    """One judge server (``python -m fleetlab.course.judge.server``) in ``env``, shared by the grader's threads.
 
     A context manager: the block's end stops it. With ``sealed`` its judges
     seal every answer process in a sandbox. ``run(folder, seconds, request)``

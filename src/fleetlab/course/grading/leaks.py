@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from fleetlab.core.clock import TimerDropped
-from fleetlab.course.grading.remote import settle_everywhere
+from fleetlab.course.grading.elsewhere import settle
 
 T = TypeVar("T")
 
@@ -27,7 +27,7 @@ def watching_timers(run: Callable[[], T]) -> tuple[T, list[str]]:
         warnings.simplefilter("always", TimerDropped)
         result = run()
         gc.collect()  # a timer held in a reference cycle is dropped only when the collector runs
-        settle_everywhere()  # and one held by the learner's own process only when that process lets it go
+        settle()  # and one held by the learner's own process only when that process lets it go
     dropped = [str(warning.message) for warning in caught if issubclass(warning.category, TimerDropped)]
     for warning in caught:
         if not issubclass(warning.category, TimerDropped):

@@ -44,7 +44,7 @@ from fleetlab.core.clock import CANCEL_GRACE, WAIT_SLICE, raise_in_thread
 from fleetlab.core.runqueue import RunQueueMeter
 from fleetlab.core.waits import WaitMeter
 from fleetlab.course.grading import learner, shortcuts
-from fleetlab.course.grading.remote import ENDED, RemoteFailed, process_of
+from fleetlab.course.grading.elsewhere import ENDED, AnswerProcessLost, process_of
 from fleetlab.course.grading.registry import Case, CaseOutcome, Check
 from fleetlab.course.grading.results import (
     CaseResult,
@@ -396,7 +396,7 @@ def _call_with_deadline(fn: Any, args: tuple, budget: Budget, *, stop_actors: An
 def _classify(error: BaseException, check: Check, codes: frozenset[CodeType]) -> tuple[CheckStatus, str]:
     """Whose ``error`` is: the learner's when it passed through the answer's code (``codes``, its own
     whatever file that code names) or the answer's process; else the check's own, a fleetlab bug."""
-    if isinstance(error, RemoteFailed):  # the process running the learner's code ended, or broke the protocol
+    if isinstance(error, AnswerProcessLost):  # the process running the learner's code ended, or broke the protocol
         return CheckStatus.FAIL, ENDED.format(why=error)
     harness_file = (check.harness.__code__.co_filename,)
     if learner.raised_by_learner_stub(error, codes, harness_file):

@@ -31,7 +31,7 @@ from types import CodeType
 from typing import Any
 
 from fleetlab.course.grading.registry import Check
-from fleetlab.course.grading.remote import process_of
+from fleetlab.course.grading.elsewhere import process_of
 from fleetlab.course.grading.results import CheckResult, refused
 
 

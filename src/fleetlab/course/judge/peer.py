@@ -3,25 +3,11 @@
 The judge runs a learner's answer in a process of its own (``answerhost``)
 and talks to it through a ``Peer`` at each end. What crosses is data: plain
 values (numbers, text, bytes, lists, tuples, dicts, sets, datetimes,
-fleetlab's frozen dataclasses and enums, exceptions) travel by value; any
-other object stays where it lives and the other side gets a proxy whose
-calls, attribute reads and special methods (``with``, iteration, ``len``)
-come back to it. A boto3 client travels as a real client of the same
-service whose API calls come back to the original (operation "api"), so the
-learner's code catches boto3's own exceptions and pages with its paginators.
-
-A message is pickled with no globals at all: ``loads`` refuses every class
-and function (``_DataOnly``), so reading what the learner's process sent
-runs none of its code. Only fleetlab's frozen dataclasses (by their
-constructors), named tuples and enums are rebuilt as themselves, and
-exceptions of Python's, fleetlab's, botocore's and Powertools' classes
-(their state set as pickle sets it, no constructor run); an exception of
-any other class becomes a ``RemoteError`` of the same name. The side that
-holds the verdict reads with ``trusted=False``: a proxy of its objects
-reaches only their public attributes and can set none. An exception from
-the answer's side carries the learner's frames: those from where the
-judge's call entered the answer's object (``_enter``) on, whatever files
-their code names, so blame never rests on a file name the answer chose.
+fleetlab's frozen dataclasses and enums, exceptions) travel by value
+(``codec``); any other object stays where it lives and the other side gets
+a proxy (``proxies``). The side that holds the verdict reads with
+``trusted=False``: a proxy of its objects reaches only their public
+attributes and can set none.
 
 Every call is part of a *chain*: the thread that starts it, and every call
 made back while it waits, nested as on one stack. A call that comes back is
@@ -46,7 +32,6 @@ has anything left to release (a check that watches for dropped timers).
 
 from __future__ import annotations
 
-import builtins
 import collections
 import contextlib
 import dataclasses
@@ -61,10 +46,8 @@ import pickle
 import queue
 import socket
 import struct
-import sys
 import threading
 import time
-import traceback
 import types
 import weakref
 from collections.abc import Callable, Mapping
@@ -73,50 +56,20 @@ from typing import Any
 import time_machine
 from botocore.exceptions import ClientError
 
-from fleetlab.core.errors import FleetlabError
-from fleetlab.course.grading import learner
+from fleetlab.course.grading import elsewhere, learner
 from fleetlab.course.grading.registry import StopAnswer
+from fleetlab.course.judge import codec, proxies
+from fleetlab.course.judge.codec import ORIGIN, RemoteError, RemoteFailed
+from fleetlab.course.judge.proxies import SPECIAL_METHODS, Proxy
 
 WAIT_SLICE = 0.05
-"""Seconds between a waiting thread's checks for an exception raised in it."""
 MAX_MESSAGE = 64 * 1024 * 1024
-"""The largest message a peer reads (bytes): an answer cannot make the judge read without bound."""
-MAX_DEPTH = 200
-"""How deeply nested a value may be (a list holding itself cannot be sent)."""
-SPECIAL_METHODS = ("__enter__", "__exit__", "__iter__", "__next__", "__len__", "__getitem__", "__contains__",
-                   "__bool__", "__eq__", "__lt__", "__le__", "__gt__", "__ge__", "__float__", "__int__",
-                   "__index__", "__str__", "__repr__")
-"""The special methods a proxy forwards, where what it stands for defines its own."""
-ENDED = ("your code stopped the process that ran it ({why}); a check calls your code, so it must return "
-         "(or raise), never exit or kill its process")
-"""The diagnosis of a call that ``RemoteFailed``: the learner's process is gone or broke the protocol."""
 TRANSIT = 0.5
-"""Seconds a message may spend between two processes on a busy machine: a sender's wall time within this of
-the receiver's is the same time (no virtual clock moved it)."""
-_PLAIN = (type(None), bool, int, float, str, bytes)
 _CALL_ARGUMENTS = {"call": (1, 2), "method": (2, 3)}
-"""Where a request carries the arguments of the call it makes (positional list, keywords dict)."""
-_LIBRARIES = ("fleetlab.", "botocore.", "aws_lambda_powertools.")
-"""Packages whose exception classes are rebuilt as themselves (from modules already imported)."""
-
-
-class RemoteFailed(FleetlabError):
-    """The other process ended or sent what cannot be read: nothing more can be asked of it."""
-
-
-class RemoteError(Exception):
-    """An exception of a class that cannot be rebuilt here; its class is named as the original was."""
 
 
 class RemoteStop(StopAnswer):
     """A harness's StopAnswer where the learner's code runs: it unwinds that code and goes back as the original."""
-
-
-class _DataOnly(pickle.Unpickler):
-    """Reads plain pickled data and refuses every class and function: loading runs nothing of the sender's."""
-
-    def find_class(self, module: str, name: str) -> Any:
-        raise pickle.UnpicklingError(f"{module}.{name} is not data")
 
 
 # --- one side of the connection -------------------------------------------------------------------------------
@@ -390,7 +343,7 @@ class Peer:
         (size,) = struct.unpack("!Q", self._read_exactly(8))
         if size > MAX_MESSAGE:
             raise RemoteFailed(f"the other process sent {size} bytes at once; at most {MAX_MESSAGE} are read")
-        message = _DataOnly(io.BytesIO(self._read_exactly(size))).load()
+        message = codec.DataOnly(io.BytesIO(self._read_exactly(size))).load()
         if not (isinstance(message, tuple) and len(message) == 6 and message[0] in ("req", "rep")
                 and isinstance(message[1], str) and type(message[4]) is float):
             raise RemoteFailed("the other process sent a message that is not this protocol's")
@@ -465,10 +418,10 @@ class Peer:
     # --- values out
 
     def _encode(self, value: Any, depth: int = 0) -> Any:
-        if depth > MAX_DEPTH:
-            raise ValueError(f"a value nested more than {MAX_DEPTH} levels deep cannot be sent")
+        if depth > codec.MAX_DEPTH:
+            raise ValueError(f"a value nested more than {codec.MAX_DEPTH} levels deep cannot be sent")
         kind = type(value)
-        if kind in _PLAIN:
+        if kind in codec.PLAIN:
             return value
         down = depth + 1
         if kind is list:
@@ -480,11 +433,11 @@ class Peer:
         if kind in (set, frozenset):
             return ["S" if kind is set else "F", *(self._encode(item, down) for item in value)]
         if kind in (datetime.datetime, datetime.date, datetime.timedelta, decimal.Decimal):
-            return _encode_time_or_decimal(value)
-        if isinstance(value, tuple) and hasattr(kind, "_fields") and _in_fleetlab(kind):
-            return ["NT", _path(kind), *(self._encode(item, down) for item in value)]
-        if isinstance(value, (list, tuple, dict, set, frozenset)) and not _library_value(kind):
-            return self._encode(_base_container(value), depth)  # a Counter as a dict, a namedtuple as a tuple
+            return codec.encode_time_or_decimal(value)
+        if isinstance(value, tuple) and hasattr(kind, "_fields") and codec.in_fleetlab(kind):
+            return ["NT", codec.class_path(kind), *(self._encode(item, down) for item in value)]
+        if isinstance(value, (list, tuple, dict, set, frozenset)) and not codec.library_value(kind):
+            return self._encode(codec.base_container(value), depth)  # a Counter as a dict, a namedtuple as a tuple
         if kind is types.TracebackType:
             return None  # a traceback stays where it was made (an __exit__ gets None for it)
         if isinstance(value, type) and issubclass(value, BaseException):
@@ -495,22 +448,22 @@ class Peer:
         if origin is not None:
             return ["B", origin]
         if isinstance(value, numbers.Number) and not isinstance(value, (enum.Enum, decimal.Decimal)):
-            number = _plain_number(value)
+            number = codec.plain_number(value)
             if number is not None:
                 return number
         if isinstance(value, BaseException):
             return self._encode_exception(value, down)
-        if _library_enum(kind):
-            return ["EN", _path(kind), value.name]
-        if _library_value(kind):
+        if codec.library_enum(kind):
+            return ["EN", codec.class_path(kind), value.name]
+        if codec.library_value(kind):
             fields = [part for field in dataclasses.fields(value) if field.init
                       for part in (field.name, self._encode(getattr(value, field.name), down))]
-            return ["DC", _path(kind), *fields]
-        if self.trusted is False and _is_client(value):
+            return ["DC", codec.class_path(kind), *fields]
+        if self.trusted is False and proxies.is_client(value):
             meta = value.meta
             return ["C", self._keep(value), meta.service_model.service_name, meta.region_name]
         name = getattr(value, "__qualname__", None) if callable(value) else None
-        return ["R", self._keep(value), kind.__name__, _special_methods(kind), callable(value),
+        return ["R", self._keep(value), kind.__name__, proxies.special_methods(kind), callable(value),
                 name if isinstance(name, str) else ""]
 
     def _encode_exception(self, error: BaseException, depth: int) -> list[Any]:
@@ -542,9 +495,9 @@ class Peer:
     # --- values in
 
     def _decode(self, value: Any, depth: int = 0) -> Any:
-        if depth > MAX_DEPTH:
+        if depth > codec.MAX_DEPTH:
             raise RemoteFailed("the other process sent a value nested too deeply")
-        if type(value) in _PLAIN:
+        if type(value) in codec.PLAIN:
             return value
         if type(value) is not list or not value or not isinstance(value[0], str):
             raise RemoteFailed(f"the other process sent a value that is not this protocol's ({type(value).__name__})")
@@ -555,8 +508,8 @@ class Peer:
         if tag == "D":
             items = [self._decode(part, down) for part in parts]
             return dict(zip(items[::2], items[1::2]))
-        if tag in _TIME_TAGS:
-            return _TIME_TAGS[tag](*parts)
+        if tag in codec.TIME_TAGS:
+            return codec.TIME_TAGS[tag](*parts)
         if tag == "M":
             value = self._decode(parts[1], down)
             borrowed = getattr(self._local, "borrowed", None)
@@ -564,31 +517,31 @@ class Peer:
                 borrowed.append((parts[0], value))
             return value
         if tag == "B":
-            return self._target(_whole(parts[0]))
+            return self._target(codec.whole(parts[0]))
         if tag == "BE":
-            return self._returned_exception(_whole(parts[0]), parts[1])
+            return self._returned_exception(codec.whole(parts[0]), parts[1])
         if tag == "R":
-            return self._proxy(_whole(parts[0]), str(parts[1]), tuple(map(str, parts[2])), bool(parts[3]),
+            return self._proxy(codec.whole(parts[0]), str(parts[1]), tuple(map(str, parts[2])), bool(parts[3]),
                                str(parts[4]))
         if tag == "C" and self.trusted:
-            return self._client(_whole(parts[0]), str(parts[1]), str(parts[2]))
+            return self._client(codec.whole(parts[0]), str(parts[1]), str(parts[2]))
         if tag == "CE":
             error = ClientError(self._decode(parts[1], down), str(parts[2]))
-            return self._mark(error, _whole(parts[0]))
+            return self._mark(error, codec.whole(parts[0]))
         if tag == "E":
             return self._rebuild_exception(parts, down)
         if tag == "EC":
-            return _exception_class(str(parts[0]), str(parts[1]))
+            return codec.exception_class(str(parts[0]), str(parts[1]))
         if tag == "EN":
-            return _library_class(parts[0], enum.Enum)[str(parts[1])]
+            return codec.library_class(parts[0], enum.Enum)[str(parts[1])]
         if tag == "NT":
-            cls = _library_class(parts[0], tuple)
+            cls = codec.library_class(parts[0], tuple)
             if not hasattr(cls, "_fields"):
                 raise RemoteFailed(f"{parts[0]} is not one of fleetlab's named tuples")
             return cls(*(self._decode(part, down) for part in parts[1:]))
         if tag == "DC":
-            cls = _library_class(parts[0], None)
-            if not _library_value(cls):
+            cls = codec.library_class(parts[0], None)
+            if not codec.library_value(cls):
                 raise RemoteFailed(f"{parts[0]} is not one of fleetlab's frozen dataclasses")
             fields = [self._decode(part, down) for part in parts[1:]]
             return cls(**dict(zip(fields[::2], fields[1::2])))
@@ -598,15 +551,15 @@ class Peer:
         object_id, module, qualname, args, message, frames, stub, state, stop = parts
         args = self._decode(args, depth)
         if stop is True and self.trusted:  # the judge's harness stopping the learner's code: unwind it
-            return self._mark(RemoteStop(str(message)), _whole(object_id))
-        error = _exception_of(str(module), str(qualname), args if isinstance(args, list) else [], str(message))
+            return self._mark(RemoteStop(str(message)), codec.whole(object_id))
+        error = codec.exception_of(str(module), str(qualname), args if isinstance(args, list) else [], str(message))
         attributes = self._decode(state, depth)
         if isinstance(attributes, dict) and not isinstance(error, RemoteError):
             error.__dict__.update({name: value for name, value in attributes.items()
                                    if isinstance(name, str) and not name.startswith("__")})
-        error.__dict__[learner.REMOTE_FRAMES] = _frame_summaries(frames)
+        error.__dict__[learner.REMOTE_FRAMES] = codec.frame_summaries(frames)
         error.__dict__[learner.REMOTE_STUB] = bool(stub)
-        return self._mark(error, _whole(object_id))
+        return self._mark(error, codec.whole(object_id))
 
     def _returned_exception(self, object_id: int, frames: Any) -> BaseException:
         """An exception of this side's, back from the other: raised here (a ParamValidationError of the learner's
@@ -614,7 +567,7 @@ class Peer:
         error = self._target(object_id)
         if not isinstance(error, BaseException):
             raise RemoteFailed(f"object {object_id} is not an exception")
-        passed = _frame_summaries(frames)
+        passed = codec.frame_summaries(frames)
         if passed:
             error.__dict__[learner.REMOTE_FRAMES] = passed
         return error
@@ -635,11 +588,11 @@ class Peer:
 
     def _proxy(self, their_id: int, type_name: str, special: tuple[str, ...], is_callable: bool,
                qualname: str) -> Any:
-        return self._stand_in(their_id, lambda: _proxy_class(type_name, special, is_callable)(self, their_id, qualname))
+        return self._stand_in(their_id, lambda: proxies.proxy_class(type_name, special, is_callable)(self, their_id, qualname))
 
     def _client(self, their_id: int, service: str, region: str) -> Any:
         def make() -> Any:
-            client = _answering_client(service, region,
+            client = proxies.answering_client(service, region,
                                        lambda operation, params: self.request("api", their_id, operation, params))
             return self._mark(client, their_id)
 
@@ -700,254 +653,8 @@ def settle_everywhere() -> None:
                 peer.settle()
 
 
-def process_of(value: Any) -> int | None:
-    """The pid of the process a proxy's object lives in (when its peer knows it), else None."""
-    peer = value._fleetlab_peer if isinstance(value, Proxy) else None
-    return peer.process if peer is not None else None
-
-
 _object_ids = itertools.count(1)
-
-ORIGIN = "__fleetlab_origin__"
-"""Set on a client or an exception that stands for the other side's object: ``(peer token, its id there)``."""
-
-
-def _whole(value: Any) -> int:
-    if type(value) is not int:
-        raise RemoteFailed("the other process sent an object id that is not a whole number")
-    return value
-
-
-# --- what travels by value ----------------------------------------------------------------------------------------
-
-
-def _encode_time_or_decimal(value: Any) -> list[Any]:
-    if isinstance(value, datetime.datetime):
-        return ["DT", value.isoformat()]
-    if isinstance(value, datetime.date):
-        return ["DA", value.isoformat()]
-    if isinstance(value, datetime.timedelta):
-        return ["TD", value.days, value.seconds, value.microseconds]
-    return ["DE", str(value)]
-
-
-def _time_delta(days: Any, seconds: Any, microseconds: Any) -> datetime.timedelta:
-    return datetime.timedelta(days=_whole(days), seconds=_whole(seconds), microseconds=_whole(microseconds))
-
-
-_TIME_TAGS: dict[str, Callable[..., Any]] = {
-    "DT": lambda text: datetime.datetime.fromisoformat(str(text)),
-    "DA": lambda text: datetime.date.fromisoformat(str(text)),
-    "TD": _time_delta,
-    "DE": lambda text: decimal.Decimal(str(text)),
-}
-
-
-def _path(cls: type) -> str:
-    return f"{cls.__module__}:{cls.__qualname__}"
-
-
-def _in_fleetlab(cls: type) -> bool:
-    return cls.__module__ == "fleetlab" or cls.__module__.startswith("fleetlab.")
-
-
-def _library_enum(cls: type) -> bool:
-    return issubclass(cls, enum.Enum) and _in_fleetlab(cls)
-
-
-def _library_value(cls: Any) -> bool:
-    """A frozen dataclass of fleetlab's: a value, rebuilt on the other side by its own constructor."""
-    return (isinstance(cls, type) and dataclasses.is_dataclass(cls) and _in_fleetlab(cls)
-            and cls.__dataclass_params__.frozen)
-
-
-def _loaded_class(module: str, qualname: str) -> type | None:
-    """The class ``module.qualname`` from a module already imported (nothing is imported), else None."""
-    value: Any = builtins if module == "builtins" else sys.modules.get(module)
-    for part in qualname.split("."):
-        value = getattr(value, part, None)
-    return value if isinstance(value, type) else None
-
-
-def _library_class(path: Any, base: type | None) -> Any:
-    """The public class ``module:qualname`` of fleetlab's, from a module already imported (nothing is imported)."""
-    module, _, qualname = str(path).partition(":")
-    private = any(part.startswith("_") for part in qualname.split("."))  # a private name, or a walk past one
-    value = None if private else _loaded_class(module, qualname)
-    if value is None or not _in_fleetlab(value) or (base is not None and not issubclass(value, base)):
-        raise RemoteFailed(f"{path} is not a class of fleetlab's that travels by value")
-    return value
-
-
-def _exception_of(module: str, qualname: str, args: list[Any], message: str) -> BaseException:
-    """An exception of the class ``module.qualname`` (with these ``args``) when it is a builtin one or one of
-    ``_LIBRARIES``, else a RemoteError of that name; one that stops a process (SystemExit) is always a RemoteError."""
-    cls = _exception_class(module, qualname)
-    if issubclass(cls, RemoteError):
-        return cls(message)
-    error = cls.__new__(cls, *args)  # its state is set below, as pickle does: no constructor of its runs
-    error.args = tuple(args)
-    return error
-
-
-def _exception_class(module: str, qualname: str) -> type[BaseException]:
-    """The exception class ``module.qualname`` when it may be rebuilt here, else a RemoteError class so named."""
-    cls = _rebuildable_exception(module, qualname)
-    if cls is not None:
-        return cls
-    name = qualname.rpartition(".")[2] or "Exception"
-    kind = _remote_error_classes.get((module, name))
-    if kind is None:
-        kind = type(name if name.isidentifier() else "RemoteError", (RemoteError,),
-                    {"__module__": module, "__qualname__": name})
-        _remote_error_classes[(module, name)] = kind
-    return kind
-
-
-def _base_container(value: Any) -> Any:
-    for base in (dict, list, tuple, frozenset, set):
-        if isinstance(value, base):
-            return base(value)
-    raise TypeError(type(value).__name__)
-
-
-def _plain_number(value: Any) -> int | float | None:
-    """A number of another type (numpy's) as Python's own int or float, or None when it is neither."""
-    try:
-        if isinstance(value, numbers.Integral):
-            return int(value)
-        if isinstance(value, numbers.Real):
-            return float(value)
-    except Exception:  # a number whose conversion fails travels as a proxy
-        return None
-    return None
-
-
-_remote_error_classes: dict[tuple[str, str], type[RemoteError]] = {}
-
-
-def _rebuildable_exception(module: str, qualname: str) -> type[Exception] | None:
-    if module not in ("builtins", "fleetlab") and not module.startswith(_LIBRARIES):
-        return None
-    found = _loaded_class(module, qualname)
-    if found is not None and issubclass(found, Exception) and not issubclass(found, ClientError):
-        return found
-    return None
-
-
-def _special_methods(cls: type) -> list[str]:
-    return [name for name in SPECIAL_METHODS
-            if getattr(cls, name, None) is not None and getattr(cls, name, None) is not getattr(object, name, None)]
-
-
-def _is_client(value: Any) -> bool:
-    """A boto3 client, or a harness's stand-in for one (its ``meta`` is a client's)."""
-    from botocore.client import ClientMeta
-
-    try:
-        return isinstance(getattr(value, "meta", None), ClientMeta)
-    except Exception:  # an object whose attribute lookup fails is no client
-        return False
-
-
-# --- proxies ----------------------------------------------------------------------------------------------------
-
-
-class Proxy:
-    """Stands for an object in the other process: its public attributes and calls go there."""
-
-    __slots__ = ("_fleetlab_peer", "_fleetlab_id", "_fleetlab_name", "__weakref__")
-
-    def __init__(self, peer: Peer, their_id: int, qualname: str = "") -> None:
-        object.__setattr__(self, "_fleetlab_peer", peer)
-        object.__setattr__(self, "_fleetlab_id", their_id)
-        object.__setattr__(self, "_fleetlab_name", qualname)
-
-    def __getattr__(self, name: str) -> Any:
-        if name in ("__qualname__", "__name__") and self._fleetlab_name:
-            return self._fleetlab_name if name == "__qualname__" else self._fleetlab_name.rpartition(".")[2]
-        if name.startswith("__") and name.endswith("__"):
-            raise AttributeError(name)
-        return self._fleetlab_peer.request("getattr", self._fleetlab_id, name)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        self._fleetlab_peer.request("setattr", self._fleetlab_id, name, value)
-
-
-def _forwarding(name: str) -> Callable[..., Any]:
-    def forward(self: Proxy, *args: Any) -> Any:
-        return self._fleetlab_peer.request("method", self._fleetlab_id, name, list(args), {})
-
-    forward.__name__ = name
-    return forward
-
-
-def _calling(self: Proxy, *args: Any, **kwargs: Any) -> Any:
-    return self._fleetlab_peer.request("call", self._fleetlab_id, list(args), kwargs)
-
-
-_proxy_classes: dict[tuple[str, tuple[str, ...], bool], type[Proxy]] = {}
-
-
-def _proxy_class(type_name: str, special: tuple[str, ...], is_callable: bool) -> type[Proxy]:
-    key = (type_name, special, is_callable)
-    cls = _proxy_classes.get(key)
-    if cls is None:
-        members: dict[str, Any] = {name: _forwarding(name) for name in special if name in SPECIAL_METHODS}
-        if "__eq__" in members:
-            members["__hash__"] = lambda self: hash((self._fleetlab_peer.name, self._fleetlab_id))
-        if is_callable:
-            members["__call__"] = _calling
-        members["__slots__"] = ()
-        cls = type(type_name if type_name.isidentifier() else "Remote", (Proxy,), members)
-        _proxy_classes[key] = cls
-    return cls
-
-
-_session_lock = threading.Lock()
-_session: Any = None
-
-
-def _answering_client(service: str, region: str, answer: Callable[[str, dict[str, Any]], Any]) -> Any:
-    """A real botocore client of ``service`` whose every API call is ``answer(operation, params)``: it validates
-    nothing itself and reaches no endpoint, and raises the service's modelled exceptions for what comes back."""
-    global _session
-    import botocore.session
-
-    with _session_lock:
-        if _session is None:
-            _session = botocore.session.get_session()
-        client = _session.create_client(service, region_name=region or "us-east-1",
-                                        endpoint_url="http://fleetlab-judge.invalid",
-                                        aws_access_key_id="graded", aws_secret_access_key="graded")
-
-    def make_api_call(operation: str, params: dict[str, Any]) -> Any:
-        try:
-            return answer(operation, params)
-        except ClientError as error:
-            details = error.response.get("Error", {})
-            code = details.get("QueryErrorCode") or details.get("Code", "")  # as botocore picks the class
-            modelled = client.exceptions.from_code(code)
-            if modelled is type(error):
-                raise
-            raised = modelled(error.response, error.operation_name)
-            if ORIGIN in vars(error):  # raised back unchanged, it is the harness's own exception again
-                raised.__dict__[ORIGIN] = vars(error)[ORIGIN]
-            raise raised from None
-
-    client._make_api_call = make_api_call
-    return client
-
-
-CLIENT_SERVICES = ("sqs", "dynamodb", "stepfunctions", "events")
-"""The services whose clients the checks' harnesses hand to answers."""
-
-
-def warm_clients() -> None:
-    """Load each of ``CLIENT_SERVICES``' models into the shared botocore session now (a process forked later
-    starts with them)."""
-    for service in CLIENT_SERVICES:
-        _answering_client(service, "us-east-1", lambda *_: {})
+elsewhere.SETTLERS.append(settle_everywhere)
 
 
 def _enter(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -957,12 +664,3 @@ def _enter(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
 
 _ENTRIES = frozenset({_enter.__code__})
-
-
-def _frame_summaries(frames: Any) -> list[traceback.FrameSummary]:
-    """The frames the other side sent, rebuilt. Raises RemoteFailed for anything but a list of 4-item frames."""
-    try:
-        return [traceback.FrameSummary(str(f), int(n), str(name), line=str(line)) for f, n, name, line in frames]
-    except (TypeError, ValueError) as exc:
-        raise RemoteFailed(f"the other process sent frames that are not this protocol's ({exc})") from None
-

@@ -6,14 +6,14 @@ process is forked from the zygote on demand (a fork copies only the thread
 that forks, so it is made from a process that runs one). An answer process
 closes every file the judge had open, works in a fresh temporary folder,
 rebuilds the learner's answers from what the kernel handed in and serves
-the judge's calls through a ``remote.Peer``. The judge gets each answer as
+the judge's calls through a ``peer.Peer``. The judge gets each answer as
 a value (plain data) or a proxy, and hands it to the check's harness as if
 it were the learner's function: the harness, the hidden cases and the
 verdict stay in the judge, which the learner's code cannot change.
 
 When an answer process ends (the learner's code exited or killed it, or a
 case ran past its deadline and it was stopped), the calls waiting on it
-raise ``remote.RemoteFailed`` and the next answer comes from a fresh one.
+raise ``codec.RemoteFailed`` and the next answer comes from a fresh one.
 """
 
 from __future__ import annotations
@@ -34,7 +34,9 @@ from typing import Any
 
 from fleetlab.core.errors import InvalidInput
 from fleetlab.course.grading import learner, registry, shortcuts
-from fleetlab.course.grading.remote import ENDED, Peer, RemoteFailed
+from fleetlab.course.grading.elsewhere import ENDED
+from fleetlab.course.judge.codec import RemoteFailed
+from fleetlab.course.judge.peer import Peer
 from fleetlab.course.judge import sandbox
 
 
@@ -54,7 +56,7 @@ class AnswerHost:
 
     Made in a process that runs one thread, the zygote is a fork of it (a
     judge's case, milliseconds); in one that runs more (a test session), a
-    fresh interpreter (``python -m fleetlab.course.grading.answerhost``, a
+    fresh interpreter (``python -m fleetlab.course.judge.answerhost``, a
     second or two). ``load(check_id, pickled)`` rebuilds one answer there;
     ``pid`` is the answer process's, or None before the first load.
     ``refuse_borrowed`` refuses an answer taken from the instructor's package
@@ -253,7 +255,7 @@ if __name__ == "__main__":  # a zygote of its own, for an AnswerHost made where 
     import cloudpickle  # noqa: F401  # every answer process forked from here starts with these imported
 
     from fleetlab.course.grading import registry
-    from fleetlab.course.grading.remote import warm_clients
+    from fleetlab.course.judge.proxies import warm_clients
 
     for lab in registry.shipped_labs():
         registry.checks_of(lab)

@@ -1,7 +1,7 @@
 """The judge: the verdict on a graded notebook's answers, computed where no learner code ever runs.
 
 The grader (``fleetlab_instructor.grading.judging``) starts this module as a
-process (``python -m fleetlab.course.grading.judge``) in the sandbox's
+process (``python -m fleetlab.course.judge.server``) in the sandbox's
 environment: no credentials, and the instructor's package refused on import,
 as in a graded kernel. That server imports the library, boto3, moto and every
 shipped check once, starts no thread, and forks one judge per notebook, so a
@@ -16,7 +16,7 @@ the grader (no file holds them). The folder holds ``ANSWERS`` (what the
 kernel's ``session.hand_in`` wrote: untrusted). The judge runs each check's
 harness and cases itself; the learner's answers are rebuilt and called in a
 process of their own (``answerhost``), reached through proxies that carry
-data only (``remote``), so no answer can change the harness, a case or a
+data only (``peer``), so no answer can change the harness, a case or a
 verdict. The judge writes one JSON line per event to a pipe only the server
 holds: ``{"start": id}`` before a check runs, then ``{"check": id, "status",
 "diagnosis", "cases"}`` (a hidden case's name left out), or
@@ -49,10 +49,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
-from fleetlab.course.grading import handover, learner, registry, shortcuts
-from fleetlab.course.grading.answerhost import AnswerHost
+from fleetlab.course.grading import learner, registry, shortcuts
 from fleetlab.course.grading.registry import Case, Check
-from fleetlab.course.grading.remote import warm_clients
+from fleetlab.course.judge import handover
+from fleetlab.course.judge.answerhost import AnswerHost
+from fleetlab.course.judge.proxies import warm_clients
 from fleetlab.course.grading.results import CaseResult, CheckResult, CheckStatus, not_yet, refused
 from fleetlab.course.grading.runner import CheckBackend, run_check
 from fleetlab.course.grading.session import refused_borrowed
