@@ -38,8 +38,11 @@ $(STAMP): pyproject.toml tools/pyproject.toml instructor/pyproject.toml
 	@# parsers whenever jsonschema is imported: 2 s of CPU in every kernel, judge and CLI call. No schema of the
 	@# course or of Jupyter uses "iri", so the override leaves it out (jsonschema#1428).
 	printf 'rfc3987-syntax ; sys_platform == "never"\n' > $(VENV)/overrides.txt
-	$(BIN)/uv pip install --quiet --python $(BIN)/python --overrides $(VENV)/overrides.txt \
+	@# Bytecode written at install: where PYTHONDONTWRITEBYTECODE is set, every kernel would otherwise compile
+	@# moto, boto3 and fleetlab from source again (most of a lab's first cell).
+	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python --overrides $(VENV)/overrides.txt \
 	  -e '.[lab,test]' -e tools -e instructor
+	$(BIN)/python -m compileall -q src tools/src instructor/src
 	@# Measured at install, so a learner's first lab reads moto's fidelity table rather than waiting for it.
 	$(BIN)/python -m fleetlab.backends.fidelity moto || echo "moto's fidelity table: not measured; the first lab measures it"
 	touch $(STAMP)
