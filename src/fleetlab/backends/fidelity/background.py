@@ -48,17 +48,21 @@ def start(backend: Backend, cache_file: Path) -> bool:
     except OSError:
         return False
     with os.fdopen(fd, "w") as out:
-        process = subprocess.Popen(  # noqa: S603 - this interpreter, this package
-            [sys.executable, "-m", "fleetlab.backends.fidelity", backend.name, str(held)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+        try:
+            process = subprocess.Popen(  # noqa: S603 - this interpreter, this package
+                [sys.executable, "-m", "fleetlab.backends.fidelity", backend.name, str(held)],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        except OSError:
+            held.unlink(missing_ok=True)
+            return False
         out.write(str(process.pid))
     _children.append(process)
     return True
 
 
-_children: list[subprocess.Popen[bytes]] = []  # reaped by wait(), so none lingers as a zombie
+_children: list[subprocess.Popen[bytes]] = []  # the measurements this process started, reaped when they end
 
 
 def wait(cache_file: Path, timeout: float = WAIT_SECONDS) -> None:
@@ -66,14 +70,11 @@ def wait(cache_file: Path, timeout: float = WAIT_SECONDS) -> None:
     held = marker(cache_file)
     deadline = time.monotonic() + timeout
     while _running(held) and time.monotonic() < deadline:
-        for child in list(_children):
-            if child.poll() is not None:
-                _children.remove(child)
         time.sleep(0.1)
 
 
 def _running(held: Path) -> bool:
-    """True when ``held`` names a process that is still alive."""
+    """True when ``held`` names a process that is still alive (one of ours that ended is reaped)."""
     try:
         text = held.read_text()
         if not text:  # just made, its process id not written yet (or its maker died in between)
