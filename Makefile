@@ -39,8 +39,13 @@ $(STAMP): pyproject.toml tools/pyproject.toml instructor/pyproject.toml
 	@# parsers whenever jsonschema is imported: 2 s of CPU in every kernel, judge and CLI call. No schema of the
 	@# course or of Jupyter uses "iri", so the override leaves it out (jsonschema#1428).
 	printf 'rfc3987-syntax ; sys_platform == "never"\n' > $(VENV)/overrides.txt
-	$(BIN)/uv pip install --quiet --python $(BIN)/python --overrides $(VENV)/overrides.txt \
+	@# Bytecode written at install: where PYTHONDONTWRITEBYTECODE is set, every kernel would otherwise compile
+	@# moto, boto3 and fleetlab from source again (most of a lab's first cell).
+	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python --overrides $(VENV)/overrides.txt \
 	  -e '.[lab,test]' -e tools -e instructor
+	$(BIN)/python -m compileall -q src tools/src instructor/src
+	@# Measured at install, so a learner's first lab reads moto's fidelity table rather than waiting for it.
+	$(BIN)/python -m fleetlab.backends.fidelity moto || echo "moto's fidelity table: not measured; the first lab measures it"
 	touch $(STAMP)
 
 lab: venv
@@ -73,6 +78,8 @@ test-suite: venv
 	FLEETLAB_FIDELITY_CACHE=$(TEST_FIDELITY) $(WARM) $(BIN)/python -m pytest -n $(TEST_WORKERS)
 
 test-notebooks: venv
+	@# The banner lists the table's divergences only when it is cached (nbval compares it): cache it first.
+	FLEETLAB_HOME=$(NBVAL_HOME) FLEETLAB_FIDELITY_CACHE=$(TEST_FIDELITY) $(BIN)/python -m fleetlab.backends.fidelity moto
 	FLEETLAB_HOME=$(NBVAL_HOME) FLEETLAB_FIDELITY_CACHE=$(TEST_FIDELITY) FLEETLAB_EXPECT_CHECKS=pass \
 	  $(WARM) $(BIN)/python -m pytest -p no:cacheprovider --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg \
 	  --nbval-kernel-name fleetlab-warm labs/solutions
@@ -85,6 +92,7 @@ test-notebooks: venv
 # (strict nbval compares their stored outputs), then write the student notebooks from them.
 # LAB=03 re-executes one lab only.
 notebooks: venv
+	FLEETLAB_HOME=$(NBVAL_HOME) $(BIN)/python -m fleetlab.backends.fidelity moto
 	FLEETLAB_BACKEND=moto FLEETLAB_HOME=$(NBVAL_HOME) FLEETLAB_EXPECT_CHECKS=pass $(BIN)/jupyter-execute \
 	  --inplace --timeout=600 labs/solutions/$(or $(LAB),[0-9][0-9])_*.ipynb
 	$(BIN)/fleetlab assign

@@ -139,7 +139,23 @@ def test_notebooks_are_timed_and_a_failing_one_is_reported(tmp_path):
     first, second = result["runs"]
     assert first["error"] == "" and first["wall_seconds"] > 0 and first["slowest_cells"][0]["cell"] == 0
     assert "boom" in second["error"]
-    assert result["rows"][1]["met"] is False  # a notebook that raises never meets its goal
+    bad_rows = [r for r in result["rows"] if r["measurement"].startswith("lab 02_bad.ipynb")]
+    assert [r["met"] for r in bad_rows] == [False, False, False]  # a notebook that raises never meets its goals
+
+
+def test_a_labs_first_cell_is_reported_cold_then_warm_with_the_table_measured_between(tmp_path):
+    lab = tmp_path / "00_first.ipynb"
+    cells = ['import fleetlab\nlab = fleetlab.start("00")',
+             "from fleetlab.backends.fidelity.cache import cached\nassert cached(lab.backend) is not None"]
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells]), lab)
+    result = bench.lab_run_times([lab], timeout=120)
+    (run,) = result["runs"]
+    assert run["error"] == ""  # the whole run found the table the cold first cell had measured in the background
+    assert run["first_cell"]["warm_seconds"] == run["first_cell_seconds"] and run["first_cell"]["cold_seconds"] > 0
+    first_cell_rows = {r["measurement"]: r for r in result["rows"] if "first cell" in r["measurement"]}
+    assert list(first_cell_rows) == ["lab 00_first.ipynb first cell, fidelity cache warm",
+                                     "lab 00_first.ipynb first cell, fidelity cache cold"]
+    assert {r["goal"] for r in first_cell_rows.values()} == {"<= 2 s"}
 
 
 def test_a_notebook_whose_cell_overruns_is_stopped_and_named(tmp_path):

@@ -103,6 +103,7 @@ def test_the_banner_prints_the_cleanup_command_where_resources_outlive_the_kerne
     backend = Backend(name=name, region="us-east-1", clock=RealClock(), make_client=refuse)
     aws_table = probe(Backend(name="aws", region="us-east-1", clock=RealClock(), make_client=refuse))
     monkeypatch.setattr(labs.Lab, "fidelity", lambda self: aws_table)
+    monkeypatch.setattr(labs, "cached", lambda backend: aws_table)
     topology = Topology(backend=backend, prefix="fl-01-abc123-", spec=TopologySpec())
     text = labs.banner(labs.Lab(id="01", backend=backend, topology=topology, fleet=None))
     command = f"fleetlab cleanup --prefix fl-01-abc123- --backend {name} --yes"

@@ -19,7 +19,8 @@ default 60), and every client they hand out converts the durations the
 services enforce (``servicetime``). While a moto backend is open, the pure
 functions moto calls again and again with the same arguments (its
 EventBridge's JSONPath parse, above all) are memoised (``motocache``): the
-same answers for about a third less CPU time on a chaos day. In-process
+same answers for about a third less CPU time on a chaos day; and moto's
+Step Functions interpreter is imported only when a call needs it (``lazysfn``). In-process
 moto's clients of the services a fleet calls on every step do not sign
 their requests (``UNSIGNED_SERVICES``): moto checks no signature.
 """
@@ -42,7 +43,7 @@ import botocore.config
 import botocore.loaders
 import botocore.session
 
-from fleetlab.backends import motocache, servicetime
+from fleetlab.backends import lazysfn, motocache, servicetime
 from fleetlab.core.clock import Clock, RealClock, VirtualClock
 from fleetlab.core.errors import BackendUnavailable, ConfigError, RealAwsRefused
 from fleetlab.core.settings import BACKEND_NAMES, SERVED_APART, settings
@@ -234,6 +235,7 @@ def _open_moto() -> Backend:
     _quiet_moto_logs()
     with contextlib.ExitStack() as started:
         started.callback(motocache.install())
+        started.callback(lazysfn.install())
         mock = mock_aws(config=_SFN_EXECUTION)
         mock.start()
         started.callback(mock.stop)
@@ -250,6 +252,7 @@ def _open_moto_server() -> Backend:
     _quiet_moto_logs()
     with contextlib.ExitStack() as started:
         started.callback(motocache.install())
+        started.callback(lazysfn.install())
         server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
         server.start()
         started.callback(server.stop)

@@ -318,7 +318,7 @@ def _make_orchestrator(topology: Topology) -> None:
         heartbeat_seconds=topology.spec.callback_heartbeat_seconds,
     )
     topology.state_machine_arn = topology.made.state_machine(
-        "orchestrator", definition, role_arn=_orchestrator_role(topology)
+        "orchestrator", definition, role_arn=_orchestrator_role(topology), own=True
     )
 
 

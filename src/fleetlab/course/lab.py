@@ -19,10 +19,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from fleetlab.backends.backend import Backend, chosen_backend, open_backend
+from fleetlab.backends.fidelity import background
+from fleetlab.backends.fidelity.cache import cache_path, cached
 from fleetlab.composition.cost import require_opt_in
 from fleetlab.composition.pipeline import Fleet
 from fleetlab.composition.topology import Topology, TopologySpec, new_prefix, provision
 from fleetlab.core.errors import InvalidInput
+from fleetlab.core.settings import settings
 from fleetlab.core.faults import FaultPlan
 from fleetlab.core.timescale import describe_scale
 from fleetlab.services.agents.model import FakeModel
@@ -44,7 +47,8 @@ class Lab:
     closed: bool = False
 
     def fidelity(self) -> FidelityTable:
-        """The backend's fidelity table (probed once per backend, then cached)."""
+        """The backend's fidelity table (probed once per backend and version, then cached; waits for a measurement
+        the set-up cell started in the background)."""
         from fleetlab.backends.fidelity import probe
 
         return probe(self.backend)
@@ -114,7 +118,11 @@ def _require_lab(lab_id: str) -> None:
 
 
 def banner(lab: Lab) -> str:
-    """What the set-up cell prints: backend, clock, each divergence from AWS, and how to clean up."""
+    """What the set-up cell prints: backend, clock, each divergence from AWS, and how to clean up.
+
+    The divergences come from the cached fidelity table; with none cached, the table is measured in another
+    process and the banner says so (a graded kernel, or one that cannot start that process, measures it here).
+    """
     backend = lab.backend
     account = f" (account {backend.details['account']})" if "account" in backend.details else ""
     lines = [f"lab {lab.id} on {backend.name}{account}: {backend.details.get('emulator', '')}"]
@@ -122,7 +130,13 @@ def banner(lab: Lab) -> str:
         lines.append(f"clock: virtual (long waits pass instantly); resources: {lab.topology.prefix}*")
     else:
         lines += [f"clock: {describe_scale(backend.clock.scale)}", f"resources: {lab.topology.prefix}*"]
-    divergences = lab.fidelity().divergences()
+    table = cached(backend)
+    if table is None and not settings().graded and background.start(backend, cache_path(backend)):
+        lines.append(f"where {backend.name} differs from AWS: being measured once for this version, in the background "
+                     "(lab.fidelity() shows it when ready)")
+        divergences = ()
+    else:
+        divergences = (table or lab.fidelity()).divergences()
     if divergences:
         lines.append(f"where {backend.name} differs from AWS ({len(divergences)}):")
         lines += [f"  - {d.title}" for d in divergences]

@@ -17,6 +17,8 @@ LAB_GOAL_DEFAULT = 20.0
 LAB_GOALS = {"04": 30.0, "07": 45.0}
 """The course's two exceptions, named ahead of their labs so the bench holds them to it when they land:
 04 waits on Step Functions timers, which run in real time; 07 is the whole-fleet capstone."""
+FIRST_CELL_GOAL = 2.0
+"""Seconds for a lab's first cell (its imports and ``fleetlab.start``), the kernel already started."""
 GRADE_GOAL = 30.0  # notebooks per minute on 2 cores: the course's target for `fleetlab grade`
 SHARE_GOAL = 0.85  # of the machine's limit (cores x 60 / CPU-seconds a graded notebook needs), measured in the same run
 
@@ -35,39 +37,62 @@ def lab_goal(path: Path) -> float:
 
 
 def lab_run_times(notebooks: Sequence[Path] | None = None, *, timeout: float = 120) -> dict[str, Any]:
-    """Run each notebook headless in a fresh kernel on the moto backend; time each.
+    """Run each notebook headless in a fresh kernel on the moto backend; time it, and its first cell cold and warm.
 
-    The kernel gets ``FLEETLAB_BACKEND=moto`` (the default backend) and a
-    fresh, throwaway ``FLEETLAB_HOME`` per run, so checks run here never touch
-    a learner's progress and every run starts with a cold fidelity cache (as
-    in the grader, where each notebook gets a fresh home). Each cell may run
-    ``timeout`` seconds.
+    Every kernel gets ``FLEETLAB_BACKEND=moto`` (the default backend) and
+    each notebook a fresh, throwaway ``FLEETLAB_HOME``, so checks run here
+    never touch a learner's progress. In that home the notebook's first cell
+    runs alone first, with no fidelity table cached (a learner's first lab on
+    this backend and version: the cold first cell), and the measurement it
+    starts in the background is waited for; then the whole notebook runs in
+    a new kernel, its first cell finding the table cached (every later lab:
+    the warm first cell). Each cell may run ``timeout`` seconds.
     """
     paths = list(notebooks) if notebooks is not None else default_notebooks()
     runs: list[dict[str, Any]] = []
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="fleetlab-bench-") as home:
-        env = {k: v for k, v in os.environ.items() if k not in ("FLEETLAB_ALLOW_REAL_AWS",)}
+        env = {k: v for k, v in os.environ.items() if k not in ("FLEETLAB_ALLOW_REAL_AWS", "FLEETLAB_FIDELITY_CACHE")}
         env["FLEETLAB_BACKEND"] = "moto"
         for path in paths:
-            run = execute_notebook(path, env={**env, "FLEETLAB_HOME": tempfile.mkdtemp(dir=home)}, timeout=timeout)
+            own_home = Path(tempfile.mkdtemp(dir=home))
+            lab_env = {**env, "FLEETLAB_HOME": str(own_home)}
+            cold = execute_notebook(path, env=lab_env, timeout=timeout, cells=1)
+            _wait_for_measurements(own_home)
+            run = execute_notebook(path, env=lab_env, timeout=timeout)
+            run["first_cell"] = {"cold_seconds": cold["first_cell_seconds"], "warm_seconds": run["first_cell_seconds"]}
             goal = lab_goal(path)
             label = _display_path(path)
             runs.append({"notebook": label, "goal_seconds": goal, **run})
             rows.append(row(f"lab {label}", "moto", run["wall_seconds"], "s", goal=f"<= {goal:g} s",
                             met=(run["wall_seconds"] <= goal) and not run["error"], note=run["error"]))
+            for cache, measured in (("warm", run), ("cold", cold)):
+                seconds = measured["first_cell_seconds"]
+                rows.append(row(f"lab {label} first cell, fidelity cache {cache}", "moto", seconds, "s",
+                                goal=f"<= {FIRST_CELL_GOAL:g} s",
+                                met=seconds is not None and seconds <= FIRST_CELL_GOAL and not measured["error"],
+                                note=measured["error"]))
     if not paths:
         rows.append(row("lab notebooks", "moto", None, "s", note="no notebooks found under labs/"))
     return {"name": "labs", "backend": "moto", "timeout": timeout, "runs": runs,
             "error": "; ".join(f"{r['notebook']}: {r['error']}" for r in runs if r["error"]), "rows": rows}
 
 
-def execute_notebook(path: Path, *, env: dict[str, str], timeout: float) -> dict[str, Any]:
-    """One headless run of ``path`` in a fresh kernel (in its folder): its time and its slowest cells.
+def _wait_for_measurements(home: Path) -> None:
+    """Wait for the fidelity measurements a lab started in the background under ``home`` to end."""
+    from fleetlab.backends.fidelity import background
 
-    The cells run through ``grading.executor.NotebookKernel`` (the grader's
-    executor), each for at most ``timeout`` seconds; the run stops at the
-    first cell that raises, overruns or kills the kernel, and ``error`` names it.
+    for held in home.glob("*.measuring"):
+        background.wait(held.with_name(held.name.removesuffix(".measuring")))
+
+
+def execute_notebook(path: Path, *, env: dict[str, str], timeout: float, cells: int | None = None) -> dict[str, Any]:
+    """One headless run of ``path`` in a fresh kernel (in its folder): its time, its first cell's and its slowest.
+
+    The cells (the first ``cells`` code cells, or all) run through
+    ``fleetlab_tools.kernel.NotebookKernel`` (the grader's executor), each
+    for at most ``timeout`` seconds; the run stops at the first cell that
+    raises, overruns or kills the kernel, and ``error`` names it.
     """
     import nbformat
     from fleetlab_tools.kernel import CellRun, CellStatus, KernelStartFailed, NotebookKernel
@@ -80,7 +105,14 @@ def execute_notebook(path: Path, *, env: dict[str, str], timeout: float) -> dict
     try:
         with NotebookKernel(nb, env=env, cwd=path.parent) as kernel:
             kernel_ready = time.perf_counter() - t0
-            runs = kernel.run_code_cells(timeout)
+            if cells is None:
+                runs = kernel.run_code_cells(timeout)
+            else:
+                code = [index for index, cell in enumerate(nb.cells) if cell.cell_type == "code"][:cells]
+                for index in code:
+                    runs.append(kernel.run_cell(index, timeout))
+                    if runs[-1].status != CellStatus.OK:
+                        break
     except KernelStartFailed as exc:  # a notebook that cannot run is a result, not the end of the bench
         error = str(exc)
     seconds = {ran.index: ran.seconds for ran in runs}
@@ -90,6 +122,7 @@ def execute_notebook(path: Path, *, env: dict[str, str], timeout: float) -> dict
         "wall_seconds": time.perf_counter() - t0,
         "kernel_start_seconds": kernel_ready,
         "cells_seconds": sum(seconds.values()),
+        "first_cell_seconds": runs[0].seconds if runs else None,
         "slowest_cells": _slowest_cells(nb, seconds, 3),
         "error": error,
     }

@@ -5,6 +5,9 @@
   ``fidelity-<backend>-<emulator version>.json``. The cache is used only when
   its versions (emulator, boto3, the probe set) equal the current ones, and a
   table with a failed probe is never cached. ``refresh=True`` re-measures.
+* A lab's set-up cell reads the table only when it is cached (``cached``);
+  otherwise it has it measured in another process (``background``), and
+  ``probe()`` waits for that measurement rather than measuring twice.
 * The ``aws`` backend is never probed: it *is* the reference, so its table
   matches AWS everywhere and creates nothing.
 """
@@ -21,7 +24,7 @@ from pathlib import Path
 import boto3
 
 from fleetlab.backends.backend import Backend
-from fleetlab.backends.fidelity import probes
+from fleetlab.backends.fidelity import background, probes
 from fleetlab.backends.fidelity.probes.base import Observation
 from fleetlab.backends.fidelity.table import FidelityTable, Finding
 from fleetlab.core.errors import ConfigError
@@ -47,9 +50,12 @@ def probe(backend: Backend, *, refresh: bool = False) -> FidelityTable:
     if backend.name == "aws":
         return _aws_reference()
     if not refresh:
-        table = _session_table(backend) or _read_cache(backend)
+        table = cached(backend)
+        if table is None:
+            background.wait(cache_path(backend))
+            table = cached(backend)
         if table is not None:
-            return _remember(backend, table)
+            return table
     if backend.closed:
         raise ConfigError(f"the {backend.name} backend is closed; open it again (open_backend) to probe it")
     table = FidelityTable(backend=backend.name, versions=_versions(backend), findings=probes.measure(backend))
@@ -60,6 +66,14 @@ def probe(backend: Backend, *, refresh: bool = False) -> FidelityTable:
     else:
         _write_cache(backend, table)
     return _remember(backend, table)
+
+
+def cached(backend: Backend) -> FidelityTable | None:
+    """``backend``'s table if this session or the cache holds it (``aws``: the reference); None, measuring nothing."""
+    if backend.name == "aws":
+        return _aws_reference()
+    table = _session_table(backend) or _read_cache(backend)
+    return _remember(backend, table) if table is not None else None
 
 
 def failed_findings(table: FidelityTable) -> tuple[Finding, ...]:
