@@ -302,7 +302,7 @@ def print_report(report: Any) -> int:
 @click.command("handout", short_help="put the learner's release's notebooks into each learner's labs/",
                help="Put the student notebooks of RELEASE (what `fleetlab release` wrote) into labs/ in each "
                     "learner's home; a notebook the learner already has is kept, never replaced. " + ROOM_HELP)
-@click.argument("release_folder", type=PATH, metavar="RELEASE")
+@click.argument("release_folder", type=PATH, metavar="RELEASE", help="the folder `fleetlab release` wrote")
 @room_options
 def handout(room: Any, learners: list[str], release_folder: Path) -> int:
     from fleetlab_instructor.collect.exchange import hand_out
@@ -342,7 +342,7 @@ def collect(room: Any, learners: list[str], labs: tuple[str, ...], out: Path, ru
     return 1 if [item for item in manifest.left_out if not item.path] else 0  # a home that could not be read
 
 
-@click.group("feedback", help="hand the feedback `fleetlab grade` wrote back to the learners")
+@click.group("feedback", help="hand the learners' feedback back")
 def feedback_group() -> None:
     """The ``feedback`` subcommands."""
 
@@ -353,7 +353,7 @@ def feedback_group() -> None:
          "folder --collected names) into feedback/RUN.md in that learner's own home, RUN being the collect's "
          "run id; no other learner's home is written. A feedback file no learner of the collect has is "
          "returned to no one, and said. " + ROOM_HELP)
-@click.argument("feedback", type=PATH, metavar="FEEDBACK")
+@click.argument("feedback", type=PATH, metavar="FEEDBACK", help="the feedback folder `fleetlab grade` wrote")
 @click.option("--collected", type=PATH, required=True, help="the folder `fleetlab collect` wrote and grade read")
 @room_options
 def feedback_return(room: Any, learners: list[str], feedback: Path, collected: Path) -> int:
