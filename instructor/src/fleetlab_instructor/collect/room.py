@@ -3,11 +3,13 @@
 ``Hub`` talks to a JupyterHub with an API token whose scopes list the users, start and stop their
 servers and reach them (``NEEDED_SCOPES``; a service with the ``admin:users``, ``admin:servers`` and
 ``access:servers`` scopes has them). A learner's home is their server's Contents API: a stopped server
-is started for the work and stopped again after it, so the room is left as it was found.
+is started for the work and stopped again after it, so the room is left as it was found; one that is
+starting is waited for.
 
 ``HomeFolders`` reads and writes the homes directly, as on The Littlest JupyterHub, where learner
 ``alice``'s home is ``/home/jupyter-alice``: a template with ``{username}`` in it, the learners being
-the folders it matches. No link is followed on the way, and a file written there is given to the
+the folders it matches (TLJH shortens a long name: ``jupyter-<name>`` of 26 characters or more becomes
+its first 26 and five hex digits of its hash, and that folder's part is the learner id here). No link is followed on the way, and a file written there is given to the
 home's owner.
 
 Both give a ``Home`` per learner, addressed by paths relative to the home (``labs/01_x.ipynb``).
@@ -137,17 +139,19 @@ class Hub:
     @contextmanager
     def home(self, learner: str) -> Iterator[Home]:
         server = self.user(learner)["servers"].get("")
-        started = not (server and server.get("ready"))
+        started = server is None
         if started:
-            server = self._start(learner)
+            self.call("POST", f"/hub/api/users/{quote(learner, safe='')}/server", {})
+        if not (server and server.get("ready")):
+            server = self._ready(learner)
         try:
-            yield ServerHome(self, self.url + server["url"])
+            yield ServerHome(self, server["url"])
         finally:
             if started:
                 self._stop(learner)
 
-    def _start(self, learner: str) -> dict:
-        self.call("POST", f"/hub/api/users/{quote(learner, safe='')}/server", {})
+    def _ready(self, learner: str) -> dict:
+        """The learner's server once it is ready (it was started, by fleetlab or by the learner logging in)."""
         deadline = time.monotonic() + self.start_timeout
         while True:
             server = self.user(learner)["servers"].get("")
@@ -169,10 +173,10 @@ class Hub:
 
 
 class ServerHome:
-    """A learner's home through their server's Contents API (``server`` is its address, ending in ``/``)."""
+    """A learner's home through their server's Contents API (``server``: its path on the hub, ``/user/<name>/``)."""
 
     def __init__(self, hub: Hub, server: str) -> None:
-        self.hub, self.server = hub, server[len(hub.url):]
+        self.hub, self.server = hub, server
 
     def _contents(self, path: str) -> str:
         return f"{self.server}api/contents/{quote(path)}"
