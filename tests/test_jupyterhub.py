@@ -197,7 +197,7 @@ def running_hub(work: Path, handed_out: Sequence[str]) -> Iterator[Hub]:
     homes = work / "homes"
     homes.mkdir(parents=True)
     for learner in handed_out:  # what /etc/skel (TLJH) or the image's postStart (Kubernetes) gives a learner
-        (homes / learner / "labs").mkdir()
+        (homes / learner / "labs").mkdir(parents=True)
         shutil.copy(REPO / "labs" / NOTEBOOK, homes / learner / "labs" / NOTEBOOK)
     ports = {name: free_port() for name in ("public", "hub", "proxy_api")}
     (work / "room_test_config.py").write_text(hub_config(work, homes, ports))
