@@ -19,13 +19,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from fleetlab.backends.backend import BACKEND_NAMES
 from fleetlab.cli.argtypes import POSITIVE_FLOAT, POSITIVE_INT, ChoiceList
-from fleetlab.course.grading.registry import known_labs
 from fleetlab.cli.output import stdout_console
 from fleetlab.core.errors import InvalidInput
+from fleetlab.course.grading.registry import known_labs
 from fleetlab_instructor.bench.suite import DEFAULT_BACKENDS, DEFAULT_OUT, MEASUREMENTS
 from fleetlab_instructor.bench.suite import run as run_suite
 from fleetlab_instructor.grading.grade import DEFAULT_WORKERS
-from fleetlab_instructor.grading.submissions import ALL, Shard, parse_run, parse_shard
+from fleetlab_instructor.grading.submissions import ALL, Shard, parse_run, parse_shard, printable
 
 PATH = click.Path(path_type=Path)
 
@@ -156,7 +156,7 @@ def grade(paths: tuple[Path, ...], out: Path, feedback: Path | None, report: Pat
     from fleetlab_instructor.grading.feedback import write_feedback
     from fleetlab_instructor.grading.grade import GradeRow, Limits, grade_notebooks
     from fleetlab_instructor.grading.journal import Journal, journal_of, sha256_of
-    from fleetlab_instructor.grading.submissions import (Submission, Unreadable, printable, read_notebook,
+    from fleetlab_instructor.grading.submissions import (Submission, Unreadable, read_notebook,
                                                          shard_of, take_in)
 
     if shard != ALL and run is None:
@@ -290,12 +290,12 @@ def room_options(command: Callable[..., int]) -> Callable[..., int]:
 
 
 def print_report(report: Any) -> int:
-    """Print a step's lines, its problems on stderr; 1 when it had any, else 0."""
+    """Print a step's lines, its problems on stderr (a learner's names made printable); 1 when it had any, else 0."""
     console = stdout_console()
     for line in report.done:
-        console.print(line, markup=False, highlight=False, soft_wrap=True)
+        console.print(printable(line), markup=False, highlight=False, soft_wrap=True)
     for line in report.problems:
-        print(line, file=sys.stderr)
+        print(printable(line), file=sys.stderr)
     return 1 if report.problems else 0
 
 
