@@ -42,8 +42,11 @@ COMMAND_TIME = 600
 def fleetlab(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     """``fleetlab ARGS`` as a facilitator runs it, the hub's API token in its environment."""
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("FLEETLAB_", "JUPYTER"))}
-    return subprocess.run([str(FLEETLAB), *args], cwd=cwd, env={**environ, "JUPYTERHUB_API_TOKEN": TOKEN},
+    began = time.monotonic()
+    done = subprocess.run([str(FLEETLAB), *args], cwd=cwd, env={**environ, "JUPYTERHUB_API_TOKEN": TOKEN},
                           capture_output=True, text=True, timeout=COMMAND_TIME)
+    print(f"fleetlab {' '.join(args[:2])}: {time.monotonic() - began:.1f} s")  # shown with -s: where the day's time goes
+    return done
 
 
 def succeeded(done: subprocess.CompletedProcess) -> str:

@@ -10,14 +10,18 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from fleetlab.core.errors import BackendUnavailable, InvalidInput
 from fleetlab_instructor.collect.manifest import Collected, LeftOut, Manifest, read_manifest, write_manifest
 from fleetlab_instructor.collect.room import Room
 from fleetlab_instructor.grading.submissions import lab_of, learner_file_name
+
+T = TypeVar("T")
 
 FOLDER = "labs"
 FEEDBACK_FOLDER = "feedback"
@@ -37,25 +41,31 @@ def now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
+def each_learner(room: Room, learners: Sequence[str], work: Callable[[str], T]) -> list[T]:
+    """``work(learner)`` for each learner, ``room.at_once`` of them at a time; the results in ``learners``' order."""
+    with ThreadPoolExecutor(max_workers=room.at_once) as pool:
+        return list(pool.map(work, learners))
+
+
 def hand_out(room: Room, learners: Sequence[str], release: Path) -> Report:
     """Put the release's student notebooks into each learner's ``labs/``; a notebook a learner has is kept."""
     if (release / "labs" / "solutions").exists() or not (release / "labs").is_dir():
         raise InvalidInput("RELEASE", f"{str(release)!r} is not a learner's release (it has no labs/, or holds "
                                       "labs/solutions)", hint="write one with `fleetlab release OUT` and name OUT")
-    notebooks = sorted((release / "labs").glob("*.ipynb"))
-    report = Report()
-    for learner in learners:
+    notebooks = {path.name: path.read_bytes() for path in sorted((release / "labs").glob("*.ipynb"))}
+
+    def give(learner: str) -> tuple[bool, str]:
         try:
             with room.home(learner) as home:
-                given = [path.name for path in notebooks
-                         if home.write(f"{FOLDER}/{path.name}", path.read_bytes(), replace=False)]
+                given = [name for name, data in notebooks.items()
+                         if home.write(f"{FOLDER}/{name}", data, replace=False)]
         except (BackendUnavailable, OSError) as exc:
-            report.problems.append(f"{learner}: nothing handed out ({exc})")
-            continue
+            return False, f"{learner}: nothing handed out ({exc})"
         kept = len(notebooks) - len(given)
-        report.done.append(f"{learner}: {len(given)} notebooks handed out"
-                           + (f", {kept} kept as the learner has them" if kept else ""))
-    return report
+        return True, (f"{learner}: {len(given)} notebooks handed out"
+                      + (f", {kept} kept as the learner has them" if kept else ""))
+
+    return _report(each_learner(room, learners, give))
 
 
 def collect(room: Room, learners: Sequence[str], labs: Sequence[str], out: Path, run: str,
@@ -72,24 +82,25 @@ def collect(room: Room, learners: Sequence[str], labs: Sequence[str], out: Path,
     held = {(entry.learner, entry.path): entry.sha256 for entry in snapshot.notebooks} if snapshot else {}
     manifest = Manifest(run, now(), room.where, list(labs),
                         {"run": snapshot.run, "collected_at": snapshot.collected_at} if snapshot else None)
-    report = Report()
-    for learner in learners:
+
+    def take(learner: str) -> tuple[list[Collected], list[LeftOut]]:
         folder = learner_file_name(learner, "")
+        taken: list[Collected] = []
+        left: list[LeftOut] = []
         try:
             with room.home(learner) as home:
                 entries = home.list(FOLDER)
                 if entries is None:
-                    manifest.left_out.append(LeftOut(learner, FOLDER, f"no {FOLDER}/ folder in the home"))
-                    continue
+                    return taken, [LeftOut(learner, FOLDER, f"no {FOLDER}/ folder in the home")]
                 for entry in entries:
                     if not entry.name.endswith(".ipynb"):
                         continue
                     where = f"{FOLDER}/{entry.name}"
                     lab = lab_of(Path(entry.name))
                     if entry.kind != "file":
-                        manifest.left_out.append(LeftOut(learner, where, "not a regular file (a link or a folder)"))
+                        left.append(LeftOut(learner, where, "not a regular file (a link or a folder)"))
                     elif not lab:
-                        manifest.left_out.append(LeftOut(learner, where, "names no lab (NN_ at its start)"))
+                        left.append(LeftOut(learner, where, "names no lab (NN_ at its start)"))
                     elif lab in labs:
                         data = home.read(where)
                         path = f"{folder}/{entry.name}"
@@ -97,11 +108,16 @@ def collect(room: Room, learners: Sequence[str], labs: Sequence[str], out: Path,
                         (out / path).write_bytes(data)
                         sha = hashlib.sha256(data).hexdigest()
                         late = snapshot is not None and held.get((learner, path)) != sha
-                        manifest.notebooks.append(Collected(learner, folder, path, lab, now(), run, sha, late))
-                        report.done.append(f"{learner}: {entry.name}" + (" (late)" if late else ""))
+                        taken.append(Collected(learner, folder, path, lab, now(), run, sha, late))
         except (BackendUnavailable, OSError) as exc:
-            manifest.left_out.append(LeftOut(learner, "", f"the home could not be read: {exc}"))
-    report.problems += [f"{item.learner}: {item.path or 'home'}: not collected, {item.why}" for item in manifest.left_out]
+            left.append(LeftOut(learner, "", f"the home could not be read: {exc}"))
+        return taken, left
+
+    for taken, left in each_learner(room, learners, take):
+        manifest.notebooks += taken
+        manifest.left_out += left
+    report = Report([f"{entry.learner}: {entry.path}" + (" (late)" if entry.late else "") for entry in manifest.notebooks],
+                    [f"{item.learner}: {item.path or 'home'}: not collected, {item.why}" for item in manifest.left_out])
     out.mkdir(parents=True, exist_ok=True)
     write_manifest(manifest, out)
     return manifest, report
@@ -116,23 +132,28 @@ def return_feedback(room: Room, collected: Path, feedback: Path, learners: Seque
     manifest = read_manifest(collected)
     owners = {entry.learner: entry.folder for entry in manifest.notebooks}
     files = {learner: feedback / learner_file_name(folder, ".md") for learner, folder in owners.items()}
-    report = Report()
-    report.problems += [f"{path.name}: returned to no one (no learner of collect {manifest.run!r} has it)"
-                        for path in sorted(feedback.glob("*.md")) if path not in set(files.values())]
+    stray = [f"{path.name}: returned to no one (no learner of collect {manifest.run!r} has it)"
+             for path in sorted(feedback.glob("*.md")) if path not in set(files.values())]
     target = f"{FEEDBACK_FOLDER}/{manifest.run}.md"
-    for learner, path in sorted(files.items()):
-        if learner not in learners:
-            report.done.append(f"{learner}: skipped (not among the room's learners chosen)")
-            continue
+
+    def give(learner: str) -> tuple[bool, str]:
+        path = files[learner]
         if not path.is_file():
-            report.problems.append(f"{learner}: no feedback file {path} (graded with `fleetlab grade "
-                                   f"{collected}`? its --feedback folder is the one to name)")
-            continue
+            return False, (f"{learner}: no feedback file {path} (graded with `fleetlab grade {collected}`? its "
+                           "--feedback folder is the one to name)")
         try:
             with room.home(learner) as home:
                 home.write(target, path.read_bytes(), replace=True)
         except (BackendUnavailable, OSError) as exc:
-            report.problems.append(f"{learner}: feedback not returned ({exc})")
-            continue
-        report.done.append(f"{learner}: {target}")
-    return report
+            return False, f"{learner}: feedback not returned ({exc})"
+        return True, f"{learner}: {target}"
+
+    returned = _report(each_learner(room, [learner for learner in sorted(files) if learner in learners], give))
+    skipped = [f"{learner}: skipped (not among the room's learners chosen)"
+               for learner in sorted(files) if learner not in learners]
+    return Report(returned.done + skipped, stray + returned.problems)
+
+
+def _report(outcomes: Sequence[tuple[bool, str]]) -> Report:
+    """A Report of ``(done, line)`` pairs, in their order."""
+    return Report([line for done, line in outcomes if done], [line for done, line in outcomes if not done])

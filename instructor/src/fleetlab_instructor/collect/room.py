@@ -40,6 +40,9 @@ NEEDED_SCOPES = {
 }
 MAX_FILE_BYTES = 32 * 2**20
 """The most a file read from a home may weigh (a notebook with its outputs)."""
+AT_ONCE = 8
+"""Learners' servers a step works on at the same time: a server's start is mostly waiting (JupyterHub lets
+100 start at once by default, ``JupyterHub.concurrent_spawn_limit``)."""
 POLL = 0.5
 """Seconds between two looks at a server that is starting or stopping (the deadline bounds the wait)."""
 
@@ -69,6 +72,8 @@ class Room(Protocol):
     """The learners' homes of one room."""
 
     where: str
+    at_once: int
+    """How many learners' homes may be worked on at the same time."""
 
     def learners(self) -> list[str]:
         """Every learner of the room, sorted."""
@@ -97,6 +102,7 @@ class Hub:
                               "one at /hub/token, or the hub's config gives a service one)")
         self.url = url.rstrip("/")
         self.where = f"the hub {self.url}"
+        self.at_once = AT_ONCE
         self.token = token
         self.start_timeout = start_timeout
         owner = self.call("GET", "/hub/api/user")
@@ -213,6 +219,7 @@ class HomeFolders:
                                hint="e.g. /home/jupyter-{username} on The Littlest JupyterHub")
         self.template = template
         self.where = f"the homes {template}"
+        self.at_once = 1
 
     def learners(self) -> list[str]:
         head, tail = self.template.split("{username}")
