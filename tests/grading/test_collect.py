@@ -143,9 +143,11 @@ class StandIn(BaseHTTPRequestHandler):
         """Quiet."""
 
 
-def test_the_hub_names_a_missing_token_one_without_the_scopes_and_an_unreachable_address():
+def test_the_hub_names_a_missing_token_one_without_the_scopes_and_an_address_that_is_none_or_unreachable():
     with pytest.raises(ConfigError, match="--token: missing"):
         Hub("http://127.0.0.1:9", "")
+    with pytest.raises(InvalidInput, match="--hub: is '127.0.0.1:8000', not an http"):
+        Hub("127.0.0.1:8000", "a-token")
     server = ThreadingHTTPServer(("127.0.0.1", 0), StandIn)
     thread = threading.Thread(target=server.serve_forever)
     thread.start()

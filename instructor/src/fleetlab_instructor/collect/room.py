@@ -28,7 +28,7 @@ import urllib.request
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 from urllib.parse import quote
 
 from fleetlab.core.errors import BackendUnavailable, ConfigError, InvalidInput
@@ -100,6 +100,9 @@ class Hub:
             raise ConfigError("--token: missing (an API token of the hub with the scopes "
                               f"{', '.join(NEEDED_SCOPES)}: set JUPYTERHUB_API_TOKEN or pass --token; an admin makes "
                               "one at /hub/token, or the hub's config gives a service one)")
+        if not url.startswith(("http://", "https://")):
+            raise InvalidInput("--hub", f"is {url!r}, not an http:// or https:// address",
+                               hint="the hub's public address, the one learners open, e.g. http://127.0.0.1:8000")
         self.url = url.rstrip("/")
         self.where = f"the hub {self.url}"
         self.at_once = AT_ONCE
@@ -113,7 +116,7 @@ class Hub:
                               "(give it an admin's token, or a service's with admin:users, admin:servers and "
                               "access:servers)")
 
-    def call(self, method: str, path: str, body: object = None, *, missing_ok: bool = False) -> dict:
+    def call(self, method: str, path: str, body: object = None, *, missing_ok: bool = False) -> Any:
         """One request to ``path`` on the hub's address; its JSON answer ({} when empty, None if 404 and ``missing_ok``)."""
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(self.url + path, data=data, method=method, headers={
