@@ -23,7 +23,7 @@ help:
 	@echo "make test-localstack - start LocalStack, run the contract suite and every notebook on it, stop it"
 	@echo "                       (FIDELITY=1 also regenerates docs/fidelity.md with its LocalStack column)"
 	@echo "make test-localstack-contract - the same, the contract suite only"
-	@echo "make test-hub - start a real JupyterHub on 127.0.0.1 and run lab 01 for three learners at once"
+	@echo "make test-hub - start a real JupyterHub on 127.0.0.1: lab 01 for three learners at once, and the facilitator's day"
 	@echo "make test-release - write the learner's release, commit and clone it, and run its own make test there"
 	@echo "make test-loaded-grader - grade every solution notebook with more graders than cores: every case must pass"
 	@echo "make test-sealed - grade a hostile room with the real fleetlab grade, as root and as nobody (run as root)"
@@ -160,9 +160,10 @@ $(HUB_PROXY):
 	mkdir -p $(HUB_DIR)
 	npm install --prefix $(HUB_DIR) --no-save --no-audit --no-fund --loglevel=error configurable-http-proxy@$(CHP_VERSION)
 
-# A workshop room on a real JupyterHub (deploy/jupyterhub/): three learners run lab 01 at once.
+# A workshop room on a real JupyterHub (deploy/jupyterhub/): three learners run lab 01 at once; then the
+# facilitator's day on another room (hand out, collect at and after a deadline, grade, hand feedback back).
 test-hub: venv hub-proxy
-	$(BIN)/python -m pytest -p no:cacheprovider -m hub tests/test_jupyterhub.py
+	$(BIN)/python -m pytest -p no:cacheprovider -m hub tests/test_jupyterhub.py tests/test_hub_day.py
 
 clean:
 	rm -rf $(VENV) .fleetlab bench .pytest_cache

@@ -31,6 +31,10 @@ FLAGS = {
     ("release",): ["OUT", "--course", "--force"],
     ("grade",): ["PATH...", "--out", "--feedback", "--report", "--shard", "--cell-timeout", "--notebook-timeout",
                  "--grading-timeout", "--workers"],
+    ("handout",): ["RELEASE", "--hub", "--homes", "--token", "--start-timeout", "--learner"],
+    ("collect",): ["--labs", "--out", "--run", "--on-time", "--hub", "--homes", "--token", "--learner"],
+    ("feedback",): ["return"],
+    ("feedback", "return"): ["FEEDBACK", "--collected", "--hub", "--homes", "--token", "--learner"],
     ("gradebook",): ["merge", "adjust", "canvas", "gradescope", "autograder"],
     ("gradebook", "merge"): ["RUN.shard-I-of-N.json...", "--out", "--report"],
     ("gradebook", "adjust"): ["GRADES.csv", "--out", "--regrade", "--manifest", "--late-penalty", "--overrides"],
@@ -79,7 +83,7 @@ def test_every_command_has_its_help_tested():
     group = build_cli()
     tested = {path[0] for path in FLAGS}
     assert tested == set(group.commands)
-    for name in ("localstack", "gradebook"):
+    for name in ("localstack", "gradebook", "feedback"):
         subgroup = group.commands[name]
         assert isinstance(subgroup, click.Group)
         assert {path[1] for path in FLAGS if len(path) == 2 and path[0] == name} == set(subgroup.commands)

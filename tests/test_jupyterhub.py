@@ -23,7 +23,8 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -143,7 +144,7 @@ def headers() -> dict[str, str]:
 async def call(url: str, method: str = "GET", body: object = None, timeout: float = 30) -> object:
     """A request with the room-test token; the decoded JSON answer (None when empty)."""
     request = HTTPRequest(url, method=method, headers=headers(), request_timeout=timeout,
-                          body=json.dumps(body or {}) if method == "POST" else None)
+                          body=json.dumps(body or {}) if method in ("POST", "PUT") else None)
     answer = await AsyncHTTPClient().fetch(request)
     return json.loads(answer.body) if answer.body else None
 
@@ -189,12 +190,13 @@ def stop_by_pid(pids: dict[int, str], deadline_s: float = 15) -> list[int]:
     return sorted(running)
 
 
-@pytest.fixture(scope="module")
-def hub(tmp_path_factory) -> Iterator[Hub]:
-    """A JupyterHub with the room's configuration, on 127.0.0.1; every process it started stopped by PID."""
-    work = tmp_path_factory.mktemp("hub")
+@contextmanager
+def running_hub(work: Path, handed_out: Sequence[str]) -> Iterator[Hub]:
+    """A JupyterHub with the room's configuration, on 127.0.0.1, working in ``work``; every process it started
+    stopped by PID at the end. The learners of ``handed_out`` find lab 01 in their home's ``labs/``."""
     homes = work / "homes"
-    for learner in LEARNERS:  # what /etc/skel (TLJH) or the image's postStart (Kubernetes) gives a learner
+    homes.mkdir(parents=True)
+    for learner in handed_out:  # what /etc/skel (TLJH) or the image's postStart (Kubernetes) gives a learner
         (homes / learner / "labs").mkdir(parents=True)
         shutil.copy(REPO / "labs" / NOTEBOOK, homes / learner / "labs" / NOTEBOOK)
     ports = {name: free_port() for name in ("public", "hub", "proxy_api")}
@@ -217,6 +219,13 @@ def hub(tmp_path_factory) -> Iterator[Hub]:
         killed = stop_by_pid(running_hub.pids)
         process.wait(timeout=5)
         assert not killed, f"these processes ignored SIGTERM for 15 s: {killed}; see {work / 'hub.log'}"
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory) -> Iterator[Hub]:
+    """The room's hub, the three learners given lab 01."""
+    with running_hub(tmp_path_factory.mktemp("hub"), LEARNERS) as started:
+        yield started
 
 
 @dataclass

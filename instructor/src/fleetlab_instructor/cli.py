@@ -1,4 +1,5 @@
-"""The instructor's subcommands of ``fleetlab``: ``assign``, ``release``, ``grade``, ``gradebook`` and ``bench``, click commands.
+"""The instructor's subcommands of ``fleetlab``: ``assign``, ``release``, ``handout``, ``collect``, ``grade``,
+``feedback``, ``gradebook`` and ``bench``, click commands.
 
 The ``fleetlab`` command finds each through its ``fleetlab.commands`` entry point.
 """
@@ -20,10 +21,11 @@ from fleetlab.backends.backend import BACKEND_NAMES
 from fleetlab.cli.argtypes import POSITIVE_FLOAT, POSITIVE_INT, ChoiceList
 from fleetlab.cli.output import stdout_console
 from fleetlab.core.errors import InvalidInput
+from fleetlab.course.grading.registry import known_labs
 from fleetlab_instructor.bench.suite import DEFAULT_BACKENDS, DEFAULT_OUT, MEASUREMENTS
 from fleetlab_instructor.bench.suite import run as run_suite
 from fleetlab_instructor.grading.grade import DEFAULT_WORKERS
-from fleetlab_instructor.grading.submissions import ALL, Shard, parse_run, parse_shard
+from fleetlab_instructor.grading.submissions import ALL, Shard, parse_run, parse_shard, printable
 
 PATH = click.Path(path_type=Path)
 
@@ -154,7 +156,7 @@ def grade(paths: tuple[Path, ...], out: Path, feedback: Path | None, report: Pat
     from fleetlab_instructor.grading.feedback import write_feedback
     from fleetlab_instructor.grading.grade import GradeRow, Limits, grade_notebooks
     from fleetlab_instructor.grading.journal import Journal, journal_of, sha256_of
-    from fleetlab_instructor.grading.submissions import (Submission, Unreadable, printable, read_notebook,
+    from fleetlab_instructor.grading.submissions import (Submission, Unreadable, read_notebook,
                                                          shard_of, take_in)
 
     if shard != ALL and run is None:
@@ -366,6 +368,115 @@ def autograder(out: Path, lab: str, course: Path, hidden: str) -> int:
     files = write_autograder(course, out, lab=lab, hidden_visibility=hidden)
     stdout_console().print(f"wrote {out}: {files} files, lab {lab}", highlight=False, soft_wrap=True, markup=False)
     return 0
+
+
+ROOM_HELP = ("The room is a JupyterHub (--hub, its public address, with an API token that lists users, starts "
+             "and stops servers and reaches them: an admin's, or a service's with admin:users, admin:servers and "
+             "access:servers), each learner's home reached through their server's Contents API (a stopped server "
+             "is started for the work and stopped after it); or the home folders on this machine (--homes, as on "
+             "The Littlest JupyterHub: /home/jupyter-{username}). The learners: every non-admin user of the hub, "
+             "or every home the template matches; --learner names some. deploy/jupyterhub/README.md walks the day.")
+
+
+def room_options(command: Callable[..., int]) -> Callable[..., int]:
+    """The options naming the room and its learners, given to ``command`` as ``room`` and ``learners``."""
+
+    def with_room(hub: str | None, homes: str | None, token: str | None, start_timeout: float,
+                  learner: tuple[str, ...], **options: Any) -> int:
+        from fleetlab_instructor.collect.room import HomeFolders, Hub, choose
+
+        if (hub is None) == (homes is None):
+            raise InvalidInput("--hub", "name the room with --hub URL or with --homes TEMPLATE, one of them",
+                               hint="e.g. --hub http://127.0.0.1:8000, or --homes '/home/jupyter-{username}'")
+        room = Hub(hub, token or "", start_timeout=start_timeout) if hub else HomeFolders(homes)
+        return command(room=room, learners=choose(room, learner), **options)
+
+    with_room.__name__, with_room.__doc__ = command.__name__, command.__doc__
+    for option in reversed((
+        click.option("--hub", metavar="URL", help="the JupyterHub's public address, e.g. http://127.0.0.1:8000"),
+        click.option("--homes", metavar="TEMPLATE",
+                     help="instead of --hub: the learners' home folders here, {username} for the learner"),
+        click.option("--token", envvar="JUPYTERHUB_API_TOKEN", show_envvar=True,
+                     help="the hub's API token (better in the environment than on a command line)"),
+        click.option("--start-timeout", type=POSITIVE_FLOAT, default=120,
+                     help="seconds a learner's server may take to start or stop (default 120)"),
+        click.option("--learner", multiple=True, metavar="NAME", help="only this learner (again for more)"),
+    )):
+        with_room = option(with_room)
+    return with_room
+
+
+def print_report(report: Any) -> int:
+    """Print a step's lines, its problems on stderr (a learner's names made printable); 1 when it had any, else 0."""
+    console = stdout_console()
+    for line in report.done:
+        console.print(printable(line), markup=False, highlight=False, soft_wrap=True)
+    for line in report.problems:
+        print(printable(line), file=sys.stderr)
+    return 1 if report.problems else 0
+
+
+@click.command("handout", short_help="put the learner's release's notebooks into each learner's labs/",
+               help="Put the student notebooks of RELEASE (what `fleetlab release` wrote) into labs/ in each "
+                    "learner's home; a notebook the learner already has is kept, never replaced. " + ROOM_HELP)
+@click.argument("release_folder", type=PATH, metavar="RELEASE", help="the folder `fleetlab release` wrote")
+@room_options
+def handout(room: Any, learners: list[str], release_folder: Path) -> int:
+    from fleetlab_instructor.collect.exchange import hand_out
+
+    return print_report(hand_out(room, learners, release_folder))
+
+
+@click.command("collect", short_help="copy the room's notebooks of some labs into a folder `fleetlab grade` reads",
+               help="Copy each learner's notebooks of --labs from labs/ in their home into OUT/<learner>/ (the "
+                    "learner id escaped as a path: h.o@example.org stays, a '/' or a leading '.' does not), with "
+                    "OUT/fleetlab-collect.json: per notebook its learner, lab, when it was collected, the run id, "
+                    "its sha256 and whether it is late. A collect at the deadline is the on-time snapshot; a later "
+                    "one with --on-time naming it marks a notebook late when the snapshot lacks it or holds other "
+                    "bytes (file times play no part). A notebook that names no lab (Untitled.ipynb) is left out "
+                    "and said. " + ROOM_HELP)
+@click.option("--labs", type=ChoiceList(known_labs(), "lab"), required=True, metavar="NN[,NN]",
+              help="the labs to collect, comma-separated, e.g. 01,03")
+@click.option("--out", type=PATH, required=True, help="a new (or empty) folder for this collect")
+@click.option("--run", type=Parsed("RUN", parse_run), default=None, metavar="RUN",
+              help="this collect's id, e.g. day1-deadline (default collect-<UTC time>); the feedback a learner "
+                   "gets back is feedback/RUN.md")
+@click.option("--on-time", type=PATH, default=None, metavar="SNAPSHOT",
+              help="the folder of the collect made at the deadline: judge lateness against it")
+@room_options
+def collect(room: Any, learners: list[str], labs: tuple[str, ...], out: Path, run: str | None,
+            on_time: Path | None) -> int:
+    from fleetlab_instructor.collect.exchange import collect as collect_room
+
+    run = run or time.strftime("collect-%Y%m%dT%H%M%SZ", time.gmtime())
+    manifest, report = collect_room(room, learners, labs, out, run, on_time)
+    print_report(report)
+    late = sum(entry.late for entry in manifest.notebooks)
+    stdout_console().print(
+        f"collected {len(manifest.notebooks)} notebooks of {len({e.learner for e in manifest.notebooks})} learners "
+        f"into {out} (run {run}" + (f", {late} late against {on_time}" if on_time else ", the on-time snapshot")
+        + f"); manifest: {out / 'fleetlab-collect.json'}", markup=False, highlight=False, soft_wrap=True)
+    return 1 if [item for item in manifest.left_out if not item.path] else 0  # a home that could not be read
+
+
+@click.group("feedback", help="hand the learners' feedback back")
+def feedback_group() -> None:
+    """The ``feedback`` subcommands."""
+
+
+@feedback_group.command(
+    "return", short_help="write each learner's feedback into their own home, and nowhere else",
+    help="Write each learner's feedback file (FEEDBACK/<learner>.md, as `fleetlab grade` wrote it from the "
+         "folder --collected names) into feedback/RUN.md in that learner's own home, RUN being the collect's "
+         "run id; no other learner's home is written. A feedback file no learner of the collect has is "
+         "returned to no one, and said. " + ROOM_HELP)
+@click.argument("feedback", type=PATH, metavar="FEEDBACK", help="the feedback folder `fleetlab grade` wrote")
+@click.option("--collected", type=PATH, required=True, help="the folder `fleetlab collect` wrote and grade read")
+@room_options
+def feedback_return(room: Any, learners: list[str], feedback: Path, collected: Path) -> int:
+    from fleetlab_instructor.collect.exchange import return_feedback
+
+    return print_report(return_feedback(room, collected, feedback, learners))
 
 
 @click.command(

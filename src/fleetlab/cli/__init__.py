@@ -2,7 +2,7 @@
 
 Each module here defines ``command``, a click command whose callback returns
 the exit code. The course's tooling (``localstack``) and the instructor's side
-(``assign``, ``release``, ``grade``, ``bench``) add theirs through the ``fleetlab.commands``
+(``assign``, ``release``, ``handout``, ``collect``, ``grade``, ``feedback``, ``bench``) add theirs through the ``fleetlab.commands``
 entry point group, each entry point naming a click command; where they are not
 installed, their names still parse and say what to install (exit 2).
 A bad flag is a usage error (exit 2, the flag named); a FleetlabError becomes
@@ -32,7 +32,10 @@ BUILT_IN = (doctor.command, demo_command.command, grading.command, cost.command,
 ELSEWHERE = {
     "assign": ("the instructor's package", "instructor"),
     "release": ("the instructor's package", "instructor"),
+    "handout": ("the instructor's package", "instructor"),
+    "collect": ("the instructor's package", "instructor"),
     "grade": ("the instructor's package", "instructor"),
+    "feedback": ("the instructor's package", "instructor"),
     "gradebook": ("the instructor's package", "instructor"),
     "bench": ("the instructor's package", "instructor"),
     "localstack": ("the course's tooling", "tools"),
