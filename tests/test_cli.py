@@ -87,6 +87,17 @@ def test_progress_of_an_unknown_lab_lists_the_labs_with_checks(capsys):
     assert captured.out == ""
 
 
+def test_progress_and_cost_take_a_lab_by_one_digit_or_two(capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("FLEETLAB_HOME", str(tmp_path))
+    assert main(["progress", "--lab", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "lab 03" in out and "03.redrive" in out and "lab 02" not in out
+    assert main(["cost", "3"]) == 0
+    by_one_digit = capsys.readouterr().out
+    assert main(["cost", "03"]) == 0
+    assert by_one_digit == capsys.readouterr().out != ""
+
+
 def test_cost_of_an_unknown_subject_lists_the_counted_ones(capsys):
     assert main(["cost", "02", "99"]) == 2
     captured = capsys.readouterr()

@@ -9,17 +9,19 @@ from fleetlab.cli.output import stdout_console
 
 
 def shipped_lab(ctx: click.Context, param: click.Parameter, lab: str | None) -> str | None:
-    """``--lab``: one of the labs that ship checks; BadParameter lists them."""
-    from fleetlab.course.grading.registry import shipped_labs
+    """``--lab``: one of the labs that ship checks (``3`` or ``03``); BadParameter lists them."""
+    from fleetlab.course.grading.registry import lab_id, shipped_labs
 
+    if lab is None:
+        return None
     labs = shipped_labs()
-    if lab is not None and lab not in labs:
+    if lab_id(lab) not in labs:
         raise click.BadParameter(f"no lab {lab!r} has checks; choose from {', '.join(labs)}", ctx, param)
-    return lab
+    return lab_id(lab)
 
 
 @click.command("progress", help="show, per lab, which checks pass")
-@click.option("--lab", callback=shipped_lab, help="only this lab, e.g. 01")
+@click.option("--lab", callback=shipped_lab, help="only this lab, e.g. 01 (or 1)")
 def command(lab: str | None) -> int:
     from fleetlab.course.grading import progress
     from fleetlab.course.grading.display import SYMBOL

@@ -74,13 +74,13 @@ def start(
 ) -> Lab:
     """Open the backend, provision the lab's topology and fleet, print the banner.
 
-    Raises InvalidInput naming ``lab`` and the course's labs for a lab the
+    ``lab_id`` is the notebook's two digits, ``"03"`` (``"3"`` and ``3`` work too). Raises InvalidInput naming ``lab`` and the course's labs for a lab the
     course does not have. On ``aws`` the lab's cost estimate is printed first,
     and without ``FLEETLAB_ALLOW_REAL_AWS=1`` RealAwsRefused (carrying the
     estimate) is raised. Either is raised before anything is opened or made.
     """
     global _current
-    _require_lab(lab_id)
+    lab_id = _require_lab(lab_id)
     if chosen_backend(backend) == "aws":
         require_opt_in(lab_id)
     if _current is not None:
@@ -100,17 +100,20 @@ def start(
     return lab
 
 
-def _require_lab(lab_id: str) -> None:
-    """Raise InvalidInput naming ``lab`` and listing the labs unless ``lab_id`` is one of the course's labs.
+def _require_lab(given: str) -> str:
+    """The course's id of lab ``given`` (``"03"`` for ``"3"``); InvalidInput naming ``lab`` and listing the labs
+    when the course has no such lab.
 
     The course's labs are those with checks (``registry.known_labs``): one per notebook.
     """
-    from fleetlab.course.grading.registry import known_labs  # the grading package loads only when a lab starts
+    from fleetlab.course.grading.registry import known_labs, lab_id  # the grading package loads only when a lab starts
 
     labs = known_labs()
-    if lab_id not in labs:
-        raise InvalidInput("lab", f"there is no lab {lab_id!r}; the labs are {', '.join(labs)}",
+    chosen = lab_id(given)
+    if chosen not in labs:
+        raise InvalidInput("lab", f"there is no lab {given!r}; the labs are {', '.join(labs)}",
                            hint='give the two digits of the notebook\'s name, like fleetlab.start("01")')
+    return chosen
 
 
 def banner(lab: Lab) -> str:

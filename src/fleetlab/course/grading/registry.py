@@ -221,6 +221,15 @@ def shipped_labs() -> list[str]:
     return sorted(match.group(1) for name in modules if (match := re.fullmatch(r"lab(\d\d)(\.py)?", name)))
 
 
+def lab_id(given: Any) -> Any:
+    """A lab's two digits, ``"03"``, for ``"03"``, ``"3"`` or ``3``; anything else comes back as given, to be refused by name."""
+    if isinstance(given, int) and not isinstance(given, bool) and 0 <= given <= 99:
+        return f"{given:02d}"
+    if isinstance(given, str) and re.fullmatch(r"\s*\d{1,2}\s*", given):
+        return f"{int(given):02d}"
+    return given
+
+
 def known_labs() -> list[str]:
     """Labs with a check module or a registered check."""
     return sorted(set(shipped_labs()) | {check.lab for check in _CHECKS.values()})
