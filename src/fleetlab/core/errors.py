@@ -39,6 +39,13 @@ class BackendUnavailable(FleetlabError):
     """The chosen backend could not be reached or started; nothing was done."""
 
 
+class LabClosed(FleetlabError):
+    """A call through a client of a closed lab (its backend closed): nothing was sent anywhere."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(f"this lab is closed; run the set-up cell again ({what})")
+
+
 class InvalidInput(FleetlabError):
     """Input failed validation. ``field`` names the offending field."""
 
