@@ -98,6 +98,16 @@ def test_progress_and_cost_take_a_lab_by_one_digit_or_two(capsys, monkeypatch, t
     assert by_one_digit == capsys.readouterr().out != ""
 
 
+def test_progress_names_its_file_as_results_only_once_the_file_exists(capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("FLEETLAB_HOME", str(tmp_path))
+    assert main(["progress", "--lab", "00"]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last == f"no results yet: each check() run in a notebook records its result in {tmp_path / 'progress.json'}"
+    (tmp_path / "progress.json").write_text("{}", encoding="utf-8")
+    assert main(["progress", "--lab", "00"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == f"results from {tmp_path / 'progress.json'}"
+
+
 def test_cost_of_an_unknown_subject_lists_the_counted_ones(capsys):
     assert main(["cost", "02", "99"]) == 2
     captured = capsys.readouterr()

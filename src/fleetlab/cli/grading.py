@@ -35,5 +35,10 @@ def command(lab: str | None) -> int:
             mark = SYMBOL.get(row.status, "-")
             table.add_row(mark, row.id, row.title, row.label, row.score, row.at)
         console.print(table)
-    console.print(f"results from {progress.progress_file()}")
+    recorded = progress.progress_file()
+    if recorded.is_file():
+        console.print(f"results from {recorded}", soft_wrap=True)
+    else:
+        console.print(f"no results yet: each check() run in a notebook records its result in {recorded}",
+                      soft_wrap=True)
     return 0
