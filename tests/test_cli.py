@@ -19,6 +19,10 @@ def test_demo_runs_the_whole_pipeline(backend, capsys):
     assert "5 steps: 5 effects, 0 duplicated, 0 lost, 0 unsettled" in out
     assert "execution_succeeded" in out
     assert "crashed" in out  # the injected crash shows in its trace
+    assert "took (lab time)" in out
+    lab_time, wall_time = re.search(r"^lab time ([\d.]+) s \(virtual clock, waits pass at once\); "
+                                    r"wall time ([\d.]+) s$", out, re.MULTILINE).groups()
+    assert float(lab_time) > float(wall_time)  # the crashed step's visibility timeout passed at once
 
 
 def test_real_aws_is_refused_without_the_opt_in():
