@@ -46,6 +46,10 @@ class LabClosed(FleetlabError):
         super().__init__(f"this lab is closed; run the set-up cell again ({what})")
 
 
+class NotRunYet(FleetlabError, IndexError):
+    """A lab's object asked for an item the cells above it make, before they ran: an IndexError that says so."""
+
+
 class InvalidInput(FleetlabError):
     """Input failed validation. ``field`` names the offending field."""
 

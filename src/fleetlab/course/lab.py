@@ -9,7 +9,8 @@ real AWS, where resources outlive the kernel, the banner prints the
 ``fleetlab cleanup --prefix ...`` command that removes what a dead kernel
 left. (On moto and moto-server everything lives in the kernel and dies with
 it.) Starting a lab again in the same kernel closes the previous one first,
-so re-running the set-up cell is safe.
+so re-running the set-up cell is safe. In IPython, a lab also installs the
+hint for a cell run before the cells it needs (``hints``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from fleetlab.composition.topology import Topology, TopologySpec, new_prefix, pr
 from fleetlab.core.errors import InvalidInput
 from fleetlab.core.faults import FaultPlan
 from fleetlab.core.timescale import describe_scale
+from fleetlab.course import hints
 from fleetlab.services.agents.model import FakeModel
 
 if TYPE_CHECKING:
@@ -95,9 +97,21 @@ def start(
     lab = Lab(id=lab_id, backend=opened, topology=topology, fleet=fleet)
     _current = lab
     atexit.register(lab.close)
+    _install_hints()
     if not quiet:
         print(banner(lab))
     return lab
+
+
+def _install_hints() -> None:
+    """In IPython: show a cell's IndexError, StopIteration or NameError with "run the cells above first"."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is not None:
+        hints.install(shell)
 
 
 def _require_lab(given: str) -> str:
