@@ -56,6 +56,33 @@ UNSIGNED_SERVICES = frozenset({"sqs", "dynamodb", "events"})  # a fleet's calls 
 
 
 @dataclass
+class _Lifetime:
+    """Whether a backend (and any view of it) is closed."""
+
+    closed: bool = False
+
+    def refuse_call(self, model: Any, **_: Any) -> None:
+        """A client's ``provide-client-params`` hook, the first event of every call: LabClosed once closed."""
+        if self.closed:
+            raise LabClosed(f"{model.service_model.service_name}.{model.name} was not sent")
+
+
+@dataclass(frozen=True)
+class _RefusingOnceClosed:
+    """A backend's ``make_client``: each client it makes refuses every call once the backend is closed."""
+
+    make: Callable[[str, botocore.config.Config], Any]
+    lifetime: _Lifetime
+
+    def __call__(self, service: str, config: botocore.config.Config) -> Any:
+        if self.lifetime.closed:
+            raise LabClosed(f"no new {service} client is made")
+        client = self.make(service, config)
+        client.meta.events.register("provide-client-params", self.lifetime.refuse_call)
+        return client
+
+
+@dataclass
 class Backend:
     """An open backend: boto3 clients, a clock, and how to shut it down.
 
@@ -83,7 +110,7 @@ class Backend:
     _clients: dict[tuple[str, bool], Any] = field(default_factory=dict, repr=False)
     _locks: dict[str, threading.Lock] = field(default_factory=dict, repr=False)
     _guard: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    _lifetime: _Lifetime = field(default_factory=lambda: _Lifetime(), repr=False)
+    _lifetime: _Lifetime = field(default_factory=_Lifetime, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.make_client, _RefusingOnceClosed):
@@ -162,33 +189,6 @@ class Backend:
                     servicetime.install(client, self.clock)
                 self._clients[(service, retried)] = client
             return self._clients[(service, retried)]
-
-
-@dataclass
-class _Lifetime:
-    """Whether a backend (and any view of it) is closed."""
-
-    closed: bool = False
-
-    def refuse_call(self, model: Any, **_: Any) -> None:
-        """A client's ``provide-client-params`` hook, the first event of every call: LabClosed once closed."""
-        if self.closed:
-            raise LabClosed(f"{model.service_model.service_name}.{model.name} was not sent")
-
-
-@dataclass(frozen=True)
-class _RefusingOnceClosed:
-    """A backend's ``make_client``: each client it makes refuses every call once the backend is closed."""
-
-    make: Callable[[str, botocore.config.Config], Any]
-    lifetime: _Lifetime
-
-    def __call__(self, service: str, config: botocore.config.Config) -> Any:
-        if self.lifetime.closed:
-            raise LabClosed(f"no new {service} client is made")
-        client = self.make(service, config)
-        client.meta.events.register("provide-client-params", self.lifetime.refuse_call)
-        return client
 
 
 def open_backend(name: str | None = None) -> Backend:

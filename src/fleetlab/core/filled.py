@@ -17,7 +17,7 @@ T = TypeVar("T")
 
 
 class Filled(list[T]):
-    """A list of ``what`` (``"the DLQ's parked records"``); an index it does not hold raises NotRunYet."""
+    """A list of ``what`` (``"the hops of trace 'alert-8'"``); an index it does not hold raises NotRunYet."""
 
     def __init__(self, items: Iterable[T], *, what: str) -> None:
         super().__init__(items)
