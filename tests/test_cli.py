@@ -19,6 +19,10 @@ def test_demo_runs_the_whole_pipeline(backend, capsys):
     assert "5 steps: 5 effects, 0 duplicated, 0 lost, 0 unsettled" in out
     assert "execution_succeeded" in out
     assert "crashed" in out  # the injected crash shows in its trace
+    assert "took (lab time)" in out
+    lab_time, wall_time = re.search(r"^lab time ([\d.]+) s \(virtual clock, waits pass at once\); "
+                                    r"wall time ([\d.]+) s$", out, re.MULTILINE).groups()
+    assert float(lab_time) > float(wall_time)  # the crashed step's visibility timeout passed at once
 
 
 def test_real_aws_is_refused_without_the_opt_in():
@@ -85,6 +89,27 @@ def test_progress_of_an_unknown_lab_lists_the_labs_with_checks(capsys):
     assert "'--lab': no lab '99' has checks; choose from 00, 01, 02" in captured.err
     assert ", ".join(shipped_labs()) in captured.err
     assert captured.out == ""
+
+
+def test_progress_and_cost_take_a_lab_by_one_digit_or_two(capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("FLEETLAB_HOME", str(tmp_path))
+    assert main(["progress", "--lab", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "lab 03" in out and "03.redrive" in out and "lab 02" not in out
+    assert main(["cost", "3"]) == 0
+    by_one_digit = capsys.readouterr().out
+    assert main(["cost", "03"]) == 0
+    assert by_one_digit == capsys.readouterr().out != ""
+
+
+def test_progress_names_its_file_as_results_only_once_the_file_exists(capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("FLEETLAB_HOME", str(tmp_path))
+    assert main(["progress", "--lab", "00"]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last == f"no results yet: each check() run in a notebook records its result in {tmp_path / 'progress.json'}"
+    (tmp_path / "progress.json").write_text("{}", encoding="utf-8")
+    assert main(["progress", "--lab", "00"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == f"results from {tmp_path / 'progress.json'}"
 
 
 def test_cost_of_an_unknown_subject_lists_the_counted_ones(capsys):

@@ -8,6 +8,8 @@ import sys
 from fleetlab_instructor.grading.grade import GradeRow
 from fleetlab_instructor.grading.gradebook import summary_table
 
+from fleetlab.backends.fidelity.table import FidelityTable, Finding
+from fleetlab.cli import main
 from fleetlab.cli.output import stdout_console
 
 CHECKS = [f"0{lab}.{name}" for lab in range(8) for name in ("first", "second", "third")]
@@ -46,3 +48,32 @@ def test_progress_through_a_pipe_prints_each_check_on_one_line(tmp_path):
     row = next(line for line in done.stdout.splitlines() if "01.visibility" in line)
     assert "Size the visibility timeout from measured step times" in row
     assert "\x1b[" not in done.stdout  # no colour codes in a file
+
+
+def long_table():
+    prose = "a sentence about what the service does, long enough that a table of three of them is wide " * 3
+    findings = (Finding("sqs.same", "A feature AWS and moto agree on", prose, prose, True, ""),
+                Finding("sqs.apart", "A feature moto does otherwise", prose, prose, False, "do this " * 20))
+    return FidelityTable(backend="moto", versions={"moto": "5"}, findings=findings)
+
+
+def test_doctor_through_a_pipe_writes_the_fidelity_table_as_wrapped_text(monkeypatch, capsys):
+    import fleetlab.backends.fidelity as fidelity
+
+    monkeypatch.setattr(fidelity, "probe", lambda backend, refresh=False: long_table())
+    assert main(["doctor"]) == 0
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) <= 100
+    assert "✓ A feature AWS and moto agree on (sqs.same)" in out and "✗ A feature moto does otherwise (sqs.apart)" in out
+    assert out.count("workaround: do this") == 1  # only the divergence has one
+    assert "\x1b[" not in out
+
+
+def test_doctor_with_columns_keeps_the_table(monkeypatch, capsys):
+    import fleetlab.backends.fidelity as fidelity
+
+    monkeypatch.setattr(fidelity, "probe", lambda backend, refresh=False: long_table())
+    monkeypatch.setenv("COLUMNS", "120")
+    assert main(["doctor"]) == 0
+    out = capsys.readouterr().out
+    assert "┃ feature" in out and max(len(line) for line in out.splitlines()) <= 120

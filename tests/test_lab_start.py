@@ -16,7 +16,7 @@ def nothing_opens(monkeypatch):
     monkeypatch.setattr(lab, "open_backend", lambda backend=None: pytest.fail("an unknown lab opened a backend"))
 
 
-@pytest.mark.parametrize("lab_id", ["99", "1", 1, "lab01"])
+@pytest.mark.parametrize("lab_id", ["99", "100", -1, "lab01", "1.0", True])
 def test_an_unknown_lab_is_refused_naming_lab_and_listing_the_labs(nothing_opens, lab_id):
     with pytest.raises(InvalidInput) as refused:
         fleetlab.start(lab_id, quiet=True)
@@ -29,3 +29,13 @@ def test_an_unknown_lab_is_refused_before_the_real_aws_gate(nothing_opens, monke
     with pytest.raises(InvalidInput, match="there is no lab '99'"):
         fleetlab.start("99", backend="aws", quiet=True)
 
+
+
+@pytest.mark.parametrize("given", ["3", 3, "03", " 3 "])
+def test_a_lab_is_found_by_one_digit_or_two(given):
+    started = fleetlab.start(given, quiet=True)
+    try:
+        assert started.id == "03"
+        assert started.topology.prefix.startswith("fl-03-")
+    finally:
+        started.close()

@@ -3,7 +3,8 @@ import json
 import pytest
 
 from fleetlab.core.status import Status
-from fleetlab.course.grading import display
+from fleetlab.course.grading import display, registry
+from fleetlab.course.grading.registry import Case, CaseOutcome, register
 from fleetlab.course.grading.results import CaseResult, CheckResult, CheckStatus
 
 
@@ -68,6 +69,22 @@ def test_html_escapes_what_the_learner_wrote():
 def test_points_are_written_plainly():
     assert [display.format_points(p) for p in (1, 2.0, 1.5)] == ["1", "2", "1.5"]
     assert "1/1 point" in display.as_text(CheckResult("00.planes", "t", CheckStatus.PASS, 1, 1, "all 4 cases pass"))
+
+
+def test_points_read_as_people_write_them():
+    shares = (2.0, 1.5, 0.125, 0.375, 2 / 6, 4 / 6, 3 / 7, round(2 / 6, 6))
+    assert [display.readable_points(p) for p in shares] == ["2", "1.5", "0.125", "0.375", "0.33", "0.67", "0.43",
+                                                            "0.33"]
+    two_of_six = CheckResult("99.split", "t", CheckStatus.FAIL, round(2 * 2 / 6, 6), 2, "4 of 6 cases fail")
+    assert display.as_text(two_of_six).splitlines()[0] == "✗ 99.split t: fail, 0.67/2 points"
+
+
+def test_the_scoring_line_rounds_a_share_of_the_points():
+    with registry.isolated():
+        register("99.split", title="Split", points=2, public=[Case("a"), Case("b")],
+                 hidden_cases=4)(lambda answer, case, ctx: CaseOutcome(True))
+        check = registry.get_check("99.split")
+    assert check.scoring() == "2 points, 0.33 for each of 6 cases (2 here, 4 more at grading)"
 
 
 class FakeShell:

@@ -45,7 +45,7 @@ import botocore.session
 
 from fleetlab.backends import lazysfn, motocache, servicetime
 from fleetlab.core.clock import Clock, RealClock, VirtualClock
-from fleetlab.core.errors import BackendUnavailable, ConfigError, RealAwsRefused
+from fleetlab.core.errors import BackendUnavailable, ConfigError, LabClosed, RealAwsRefused
 from fleetlab.core.settings import BACKEND_NAMES, SERVED_APART, settings
 from fleetlab.core.timescale import ScaledClock
 from fleetlab.core.versions import package_version
@@ -54,6 +54,33 @@ DEFAULT_REGION = "us-east-1"
 _FAKE_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
 _SFN_EXECUTION = {"stepfunctions": {"execute_state_machine": True}}
 UNSIGNED_SERVICES = frozenset({"sqs", "dynamodb", "events"})  # a fleet's calls on every step; in-process moto only
+
+
+@dataclass
+class _Lifetime:
+    """Whether a backend (and any view of it) is closed."""
+
+    closed: bool = False
+
+    def refuse_call(self, model: Any, **_: Any) -> None:
+        """A client's ``provide-client-params`` hook, the first event of every call: LabClosed once closed."""
+        if self.closed:
+            raise LabClosed(f"{model.service_model.service_name}.{model.name} was not sent")
+
+
+@dataclass(frozen=True)
+class _RefusingOnceClosed:
+    """A backend's ``make_client``: each client it makes refuses every call once the backend is closed."""
+
+    make: Callable[[str, botocore.config.Config], Any]
+    lifetime: _Lifetime
+
+    def __call__(self, service: str, config: botocore.config.Config) -> Any:
+        if self.lifetime.closed:
+            raise LabClosed(f"no new {service} client is made")
+        client = self.make(service, config)
+        client.meta.events.register("provide-client-params", self.lifetime.refuse_call)
+        return client
 
 
 @dataclass
@@ -67,6 +94,10 @@ class Backend:
     receives on one queue where the backend needs it (moto's ReceiveMessage
     does not lock, so concurrent receivers can get duplicates that AWS would
     never hand out within a visibility window).
+
+    Once the backend is closed, every client it made refuses every call with
+    LabClosed before anything is sent: a moto lab's client would otherwise
+    reach AWS's real endpoints, its mock gone.
     """
 
     name: str
@@ -80,7 +111,15 @@ class Backend:
     _clients: dict[tuple[str, bool], Any] = field(default_factory=dict, repr=False)
     _locks: dict[str, threading.Lock] = field(default_factory=dict, repr=False)
     _guard: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    closed: bool = False
+    _lifetime: _Lifetime = field(default_factory=_Lifetime, repr=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.make_client, _RefusingOnceClosed):
+            self.make_client = _RefusingOnceClosed(self.make_client, self._lifetime)
+
+    @property
+    def closed(self) -> bool:
+        return self._lifetime.closed
 
     def client(self, service: str) -> Any:
         """The boto3 client for ``service`` on this backend (cached), retrying throttles and 5xx."""
@@ -125,19 +164,21 @@ class Backend:
         """This backend as the services see it: plain real time, clients that convert nothing.
 
         For measuring the services themselves (the fidelity probes). The
-        view shares the endpoints, never the clients or what closing stops;
-        on a virtual clock it is the backend itself.
+        view shares the endpoints and whether the backend is closed (its
+        clients refuse calls once it is), never the clients or what closing
+        stops; on a virtual clock it is the backend itself.
         """
         if not isinstance(self.clock, ScaledClock):
             return self
         return Backend(name=self.name, region=self.region, clock=RealClock(), make_client=self.make_client,
-                       endpoint=self.endpoint, serialise_receives=self.serialise_receives, details=self.details)
+                       endpoint=self.endpoint, serialise_receives=self.serialise_receives, details=self.details,
+                       _lifetime=self._lifetime)
 
     def close(self) -> None:
         """Stop what the backend started (server, mock, clock), newest first. Idempotent."""
         if self.closed:
             return
-        self.closed = True
+        self._lifetime.closed = True
         self._closers.close()
 
     def _client(self, service: str, *, retried: bool) -> Any:

@@ -9,13 +9,16 @@ from fleetlab.composition import cost
 
 
 def counted_subjects(ctx: click.Context, param: click.Parameter, subjects: tuple[str, ...]) -> tuple[str, ...]:
-    """``LAB...``: subjects whose calls were counted; BadParameter names the others and lists the counted ones."""
+    """``LAB...``: subjects whose calls were counted (a lab as ``3`` or ``03``); BadParameter names the others and
+    lists the counted ones."""
+    from fleetlab.course.grading.registry import lab_id
+
     counted = list(cost.load_calls()["subjects"])
-    unknown = [subject for subject in subjects if subject not in counted]
+    unknown = [subject for subject in subjects if lab_id(subject) not in counted]
     if unknown:
         raise click.BadParameter(f"no calls are counted for {', '.join(map(repr, unknown))}; "
                                  f"choose from {', '.join(counted)}", ctx, param)
-    return subjects
+    return tuple(lab_id(subject) for subject in subjects)
 
 
 @click.command("cost", short_help="estimate what a lab costs on real AWS (nothing is opened or made)",

@@ -1,4 +1,7 @@
-"""``fleetlab doctor``: the backend, the versions installed and the backend's fidelity table."""
+"""``fleetlab doctor``: the backend, the versions installed and the backend's fidelity table.
+
+In a file or a pipe the fidelity table, all prose, is printed as wrapped text, one block per feature.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ from rich.table import Table
 
 from fleetlab.backends.backend import open_backend
 from fleetlab.cli.options import backend_option
-from fleetlab.cli.output import stdout_console
+from fleetlab.cli.output import fits_tables, stdout_console
 from fleetlab.core.timescale import describe_scale
 from fleetlab.core.versions import package_version
 
@@ -32,7 +35,10 @@ def command(backend: str | None, refresh: bool) -> int:
         console.print(versions_table())
         with console.status("probing the backend's capabilities..."):
             table = probe(opened, refresh=refresh)
-        console.print(table.to_rich())
+        if fits_tables(console):
+            console.print(table.to_rich())
+        else:
+            console.print(table.to_text(), markup=False, highlight=False)
     finally:
         opened.close()
     return 0

@@ -9,17 +9,19 @@ from fleetlab.cli.output import stdout_console
 
 
 def shipped_lab(ctx: click.Context, param: click.Parameter, lab: str | None) -> str | None:
-    """``--lab``: one of the labs that ship checks; BadParameter lists them."""
-    from fleetlab.course.grading.registry import shipped_labs
+    """``--lab``: one of the labs that ship checks (``3`` or ``03``); BadParameter lists them."""
+    from fleetlab.course.grading.registry import lab_id, shipped_labs
 
+    if lab is None:
+        return None
     labs = shipped_labs()
-    if lab is not None and lab not in labs:
+    if lab_id(lab) not in labs:
         raise click.BadParameter(f"no lab {lab!r} has checks; choose from {', '.join(labs)}", ctx, param)
-    return lab
+    return lab_id(lab)
 
 
 @click.command("progress", help="show, per lab, which checks pass")
-@click.option("--lab", callback=shipped_lab, help="only this lab, e.g. 01")
+@click.option("--lab", callback=shipped_lab, help="only this lab, e.g. 01 (or 1)")
 def command(lab: str | None) -> int:
     from fleetlab.course.grading import progress
     from fleetlab.course.grading.display import SYMBOL
@@ -33,5 +35,10 @@ def command(lab: str | None) -> int:
             mark = SYMBOL.get(row.status, "-")
             table.add_row(mark, row.id, row.title, row.label, row.score, row.at)
         console.print(table)
-    console.print(f"results from {progress.progress_file()}")
+    recorded = progress.progress_file()
+    if recorded.is_file():
+        console.print(f"results from {recorded}", soft_wrap=True)
+    else:
+        console.print(f"no results yet: each check() run in a notebook records its result in {recorded}",
+                      soft_wrap=True)
     return 0

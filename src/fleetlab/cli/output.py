@@ -3,7 +3,9 @@
 * On a terminal, rich fits each table to the terminal's width (long cells wrap).
 * Anywhere else (a file, a pipe, a CI log) nothing wraps: every table is printed
   at its natural width, one line per row, so a log keeps names whole and each row
-  stays greppable; no colours or spinners are written there either.
+  stays greppable; no colours or spinners are written there either. A table of
+  prose (the doctor's fidelity table) would be a thousand characters wide
+  there: its command prints it as wrapped text instead (``fits_tables``).
 * ``COLUMNS=N`` fixes the width in both cases.
 """
 
@@ -25,3 +27,8 @@ def stdout_console(file: IO[str] | None = None) -> Console:
     if console.is_terminal or os.environ.get("COLUMNS", "").strip():
         return console
     return Console(file=file, width=UNWRAPPED_WIDTH)
+
+
+def fits_tables(console: Console) -> bool:
+    """True when ``console`` fits a table to a width (a terminal, or ``COLUMNS``); False in a file or pipe."""
+    return console.width < UNWRAPPED_WIDTH

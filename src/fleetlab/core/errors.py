@@ -39,6 +39,17 @@ class BackendUnavailable(FleetlabError):
     """The chosen backend could not be reached or started; nothing was done."""
 
 
+class LabClosed(FleetlabError):
+    """A call through a client of a closed lab (its backend closed): nothing was sent anywhere."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(f"this lab is closed; run the set-up cell again ({what})")
+
+
+class NotRunYet(FleetlabError, IndexError):
+    """A lab's object asked for an item the cells above it make, before they ran: an IndexError that says so."""
+
+
 class InvalidInput(FleetlabError):
     """Input failed validation. ``field`` names the offending field."""
 

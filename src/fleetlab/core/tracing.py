@@ -12,6 +12,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from fleetlab.core.filled import Filled
+
 
 @dataclass(frozen=True)
 class Hop:
@@ -38,11 +40,11 @@ class Tracer:
             self._hops.setdefault(trace_id, []).append(hop)
         return hop
 
-    def timeline(self, trace_id: str) -> list[Hop]:
-        """The trace's hops in time order (ties keep recording order)."""
+    def timeline(self, trace_id: str) -> Filled[Hop]:
+        """The trace's hops in time order (ties keep recording order); empty for a trace not seen (yet)."""
         with self._lock:
             hops = list(self._hops.get(trace_id, ()))
-        return sorted(hops, key=lambda h: h.at)
+        return Filled(sorted(hops, key=lambda h: h.at), what=f"the hops of trace {trace_id!r}")
 
     def trace_ids(self) -> list[str]:
         """Every trace seen, in first-seen order."""

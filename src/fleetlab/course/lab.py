@@ -9,7 +9,8 @@ real AWS, where resources outlive the kernel, the banner prints the
 ``fleetlab cleanup --prefix ...`` command that removes what a dead kernel
 left. (On moto and moto-server everything lives in the kernel and dies with
 it.) Starting a lab again in the same kernel closes the previous one first,
-so re-running the set-up cell is safe.
+so re-running the set-up cell is safe. In IPython, a lab also installs the
+hint for a cell run before the cells it needs (``hints``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from fleetlab.core.errors import InvalidInput
 from fleetlab.core.settings import settings
 from fleetlab.core.faults import FaultPlan
 from fleetlab.core.timescale import describe_scale
+from fleetlab.course import hints
 from fleetlab.services.agents.model import FakeModel
 
 if TYPE_CHECKING:
@@ -78,13 +80,13 @@ def start(
 ) -> Lab:
     """Open the backend, provision the lab's topology and fleet, print the banner.
 
-    Raises InvalidInput naming ``lab`` and the course's labs for a lab the
+    ``lab_id`` is the notebook's two digits, ``"03"`` (``"3"`` and ``3`` work too). Raises InvalidInput naming ``lab`` and the course's labs for a lab the
     course does not have. On ``aws`` the lab's cost estimate is printed first,
     and without ``FLEETLAB_ALLOW_REAL_AWS=1`` RealAwsRefused (carrying the
     estimate) is raised. Either is raised before anything is opened or made.
     """
     global _current
-    _require_lab(lab_id)
+    lab_id = _require_lab(lab_id)
     if chosen_backend(backend) == "aws":
         require_opt_in(lab_id)
     if _current is not None:
@@ -99,22 +101,37 @@ def start(
     lab = Lab(id=lab_id, backend=opened, topology=topology, fleet=fleet)
     _current = lab
     atexit.register(lab.close)
+    _install_hints()
     if not quiet:
         print(banner(lab))
     return lab
 
 
-def _require_lab(lab_id: str) -> None:
-    """Raise InvalidInput naming ``lab`` and listing the labs unless ``lab_id`` is one of the course's labs.
+def _install_hints() -> None:
+    """In IPython: show a cell's IndexError, StopIteration or NameError with "run the cells above first"."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is not None:
+        hints.install(shell)
+
+
+def _require_lab(given: str) -> str:
+    """The course's id of lab ``given`` (``"03"`` for ``"3"``); InvalidInput naming ``lab`` and listing the labs
+    when the course has no such lab.
 
     The course's labs are those with checks (``registry.known_labs``): one per notebook.
     """
-    from fleetlab.course.grading.registry import known_labs  # the grading package loads only when a lab starts
+    from fleetlab.course.grading.registry import known_labs, lab_id  # the grading package loads only when a lab starts
 
     labs = known_labs()
-    if lab_id not in labs:
-        raise InvalidInput("lab", f"there is no lab {lab_id!r}; the labs are {', '.join(labs)}",
+    chosen = lab_id(given)
+    if chosen not in labs:
+        raise InvalidInput("lab", f"there is no lab {given!r}; the labs are {', '.join(labs)}",
                            hint='give the two digits of the notebook\'s name, like fleetlab.start("01")')
+    return chosen
 
 
 def banner(lab: Lab) -> str:

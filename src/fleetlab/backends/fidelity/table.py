@@ -2,11 +2,13 @@
 
 A ``FidelityTable`` looks its findings up, renders them (markdown for
 ``docs/fidelity.md``, rich for ``fleetlab doctor``) and round-trips through
-JSON for the cache.
+JSON for the cache. ``to_text`` writes it where no table fits a line: one
+block per feature, wrapped.
 """
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -71,6 +73,18 @@ class FidelityTable:
                 style=None if f.matches_aws else "red",
             )
         return table
+
+    def to_text(self, width: int = 100) -> str:
+        """Plain text, one block per feature wrapped at ``width``: ``✗ <title> (<feature>)``, then AWS's
+        behaviour, this backend's and the workaround of a divergence, each indented under it."""
+        lines = [f"Fidelity of {self.backend} ({_versions_text(self)})"]
+        for f in self.findings:
+            lines += textwrap.wrap(f"{'✓' if f.matches_aws else '✗'} {f.title} ({f.feature})", width,
+                                   subsequent_indent="  ")
+            said = [("AWS", f.aws), (self.backend, f.observed)] + ([("workaround", f.workaround)] * (not f.matches_aws))
+            for label, text in said:
+                lines += textwrap.wrap(f"{label}: {text}", width, initial_indent="  ", subsequent_indent="    ")
+        return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready data; ``from_dict`` reads it back."""

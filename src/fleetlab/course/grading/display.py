@@ -13,10 +13,11 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from fleetlab.course.grading.registry import format_points
+from fleetlab.course.grading.registry import format_points, readable_points
 from fleetlab.course.grading.results import CheckResult, CheckStatus
 
-__all__ = ["SYMBOL", "as_html", "as_text", "format_points", "headline", "mimebundle", "show", "status_label"]
+__all__ = ["SYMBOL", "as_html", "as_text", "format_points", "headline", "mimebundle", "readable_points", "show",
+           "status_label"]
 
 SYMBOL = {
     CheckStatus.PASS: "✓",
@@ -103,7 +104,7 @@ def as_html(result: CheckResult) -> str:
 
 def _score(result: CheckResult) -> str:
     unit = "point" if result.max_points == 1 else "points"
-    return f"{format_points(result.points or 0)}/{format_points(result.max_points)} {unit}"
+    return f"{readable_points(result.points or 0)}/{readable_points(result.max_points)} {unit}"
 
 
 def _case_marks(result: CheckResult) -> str:

@@ -26,7 +26,7 @@ from time_machine import escape_hatch
 from fleetlab.core.files import write_atomically
 from fleetlab.core.settings import settings
 from fleetlab.course.grading import registry
-from fleetlab.course.grading.display import format_points, status_label
+from fleetlab.course.grading.display import readable_points, status_label
 from fleetlab.course.grading.results import CheckResult
 
 _VIEWS: weakref.WeakSet[Any] = weakref.WeakSet()
@@ -52,8 +52,8 @@ class Row:
     @property
     def score(self) -> str:
         """``1.5/3``, or ``–/3`` while no grader has scored it."""
-        earned = "–" if self.points is None else format_points(self.points)
-        return f"{earned}/{format_points(self.max_points)}"
+        earned = "–" if self.points is None else readable_points(self.points)
+        return f"{earned}/{readable_points(self.max_points)}"
 
 
 def home() -> Path:

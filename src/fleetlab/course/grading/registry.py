@@ -131,10 +131,10 @@ class Check:
         """How the points split, in one line: ``2 points, 0.5 for each of 4 cases (2 here, 2 more at grading)``."""
         count = len(self.public) + self.hidden_cases
         where = f"{len(self.public)} here, {self.hidden_cases} more at grading" if self.hidden_cases else "all of them here"
-        total = f"{format_points(self.points)} point{'' if self.points == 1 else 's'}"
+        total = f"{readable_points(self.points)} point{'' if self.points == 1 else 's'}"
         if self.all_or_nothing:
             return f"{total} for all {count} cases together ({where}): {self.all_or_nothing}"
-        return f"{total}, {format_points(self.case_points())} for each of {count} cases ({where})"
+        return f"{total}, {readable_points(self.case_points())} for each of {count} cases ({where})"
 
 
 _CHECKS: dict[str, Check] = {}
@@ -226,6 +226,15 @@ def shipped_labs() -> list[str]:
     return sorted(match.group(1) for name in modules if (match := re.fullmatch(r"lab(\d\d)(\.py)?", name)))
 
 
+def lab_id(given: Any) -> Any:
+    """A lab's two digits, ``"03"``, for ``"03"``, ``"3"`` or ``3``; anything else comes back as given, to be refused by name."""
+    if isinstance(given, int) and not isinstance(given, bool) and 0 <= given <= 99:
+        return f"{given:02d}"
+    if isinstance(given, str) and re.fullmatch(r"\s*\d{1,2}\s*", given):
+        return f"{int(given):02d}"
+    return given
+
+
 def known_labs() -> list[str]:
     """Labs with a check module or a registered check."""
     return sorted(set(shipped_labs()) | {check.lab for check in _CHECKS.values()})
@@ -249,8 +258,17 @@ def isolated() -> Iterator[None]:
 
 
 def format_points(points: float) -> str:
-    """``2`` for 2.0, ``1.5`` for 1.5, ``0.125`` for an eighth."""
+    """``2`` for 2.0, ``1.5`` for 1.5, ``0.125`` for an eighth, ``0.333333`` for a third: as a gradebook keeps it."""
     return f"{points:g}"
+
+
+def readable_points(points: float) -> str:
+    """Points as people write them: ``2``, ``1.5``, ``0.125`` for an eighth, ``0.33`` for a third.
+
+    Exact up to three decimals; a share that needs more is rounded to two.
+    """
+    exact = round(points, 3)
+    return f"{exact if abs(points - exact) < 1e-9 else round(points, 2):g}"
 
 
 def _require_distinct_names(check_id: str, cases: Sequence[Case], *, field: str) -> None:

@@ -24,6 +24,7 @@ from typing import Any
 
 from fleetlab.backends.backend import Backend
 from fleetlab.core.errors import EnvelopeError, InvalidInput, ModelError, Timeout, WorkerCrashed
+from fleetlab.core.filled import Filled
 from fleetlab.core.status import Status
 from fleetlab.services.sqs import messages
 
@@ -193,9 +194,10 @@ def peek(backend: Backend, queue_url: str, *, hold_seconds: int = PEEK_HOLD_SECO
     return list(seen.values())
 
 
-def parked(backend: Backend, dlq_url: str) -> list[ParkedRecord]:
+def parked(backend: Backend, dlq_url: str) -> Filled[ParkedRecord]:
     """The records of ``dlq_url`` with their diagnoses (read by ``peek``: nothing moves)."""
-    return [_parked_record(message) for message in peek(backend, dlq_url)]
+    records = (_parked_record(message) for message in peek(backend, dlq_url))
+    return Filled(records, what=f"the records parked in {dlq_url.rsplit('/', 1)[-1]}")
 
 
 def triage(backend: Backend, dlq_url: str) -> Counter[str]:
