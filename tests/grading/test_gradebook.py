@@ -260,3 +260,10 @@ def test_the_summary_table_shows_a_learners_text_as_text():
     console.print(gradebook.summary_table(rows, {"00.planes": 1.0}))
     shown = console.export_text()
     assert "ann_00_[red]x.ipynb" in shown and "KeyError: '[/y]'" in shown
+
+
+def test_feedback_writes_points_as_people_write_them(tmp_path):
+    rows = [GradeRow("n", {"00.planes": 2 / 3}, {"00.planes": 1}, "", {})]
+    subs = [sub("ann", "00")]
+    [path] = write_feedback(gradebook.build(subs, rows), subs, rows, tmp_path)
+    assert "### 00.planes (Name the three planes): 0.67/1 points" in path.read_text()

@@ -26,6 +26,7 @@ from fleetlab.core.errors import InvalidInput
 from fleetlab.core.files import write_atomically
 from fleetlab.course.grading import registry
 from fleetlab.course.grading.display import format_points
+from fleetlab.course.grading.registry import readable_points
 from fleetlab.course.grading.runner import TOO_BUSY
 from fleetlab_instructor.checks import full_check, side_of
 from fleetlab_instructor.grading.grade import CaseReport, GradeRow
@@ -79,7 +80,7 @@ def feedback_text(learner: str, graded: Sequence[tuple[Submission, GradeRow]], m
 def _check_section(check_id: str, most: float, row: GradeRow) -> list[str]:
     earned = min(max(row.scores.get(check_id, 0.0), 0.0), most)
     title = registry.get_check(check_id).title
-    lines = [f"### {check_id} ({title}): {format_points(earned)}/{format_points(most)} points", ""]
+    lines = [f"### {check_id} ({title}): {readable_points(earned)}/{readable_points(most)} points", ""]
     report = row.checks.get(check_id)
     if report is None:
         return [*lines, NOT_GRADED, ""]
