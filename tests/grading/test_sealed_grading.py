@@ -84,10 +84,12 @@ import shutil
 for line in secrets.splitlines():
     if "fleetlab-answers.json" in line:
         shutil.copy(line.split(":", 1)[0], "fleetlab-answers.json")"""),
+    "answerimporter": ("def choose_visibility(step_times):\n" + textwrap.indent(READ_REFERENCE, "    ")
+                       + "\n    return choose_visibility(step_times)", ""),
     "answerwalker": ("def choose_visibility(step_times):\n" + textwrap.indent(WALK_FOR_SECRETS, "    ")
                      + "\n    raise RuntimeError(secrets or 'nothing found')", ""),
     "forger": (WRONG, """import os, signal, pathlib
-for pid in [int(p) for p in os.listdir("/proc") if p.isdigit()]:
+for pid in [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) not in (os.getpid(), os.getppid())]:
     try:
         command = pathlib.Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
@@ -101,7 +103,12 @@ for pid in [int(p) for p in os.listdir("/proc") if p.isdigit()]:
         try:
             os.kill(pid, signal.SIGKILL)
         except OSError:
-            pass"""),
+            pass
+    try:  # another kernel's memory, the template's, the judge's
+        with open(f"/proc/{pid}/mem", "rb") as memory:
+            memory.read(1)
+    except OSError:
+        pass"""),
     "lingerer": (WRONG, LINGER + """
 import pathlib
 for name in ("../grades.csv", "../../grades.csv", "../shard-0-of-1.csv", "../../shard-1-of-2.csv"):
