@@ -77,7 +77,8 @@ def template_files() -> dict[Path, str]:
     """Each file of ``release_template/`` (package data of the instructor's package): its path there, its text."""
     with resources.as_file(resources.files("fleetlab_instructor") / TEMPLATE) as folder:
         return {path.relative_to(folder): path.read_text(encoding="utf-8")
-                for path in sorted(folder.rglob("*")) if path.is_file()}
+                for path in sorted(folder.rglob("*"))
+                if path.is_file() and "__pycache__" not in path.relative_to(folder).parts}  # bytecode is no template
 
 
 def learner_test_pins(pyproject: Path) -> list[str]:
