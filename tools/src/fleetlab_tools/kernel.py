@@ -123,6 +123,7 @@ class _Waiting:
     replied: float | None = None  # when the reply came
     kept: int = 0  # characters of outputs the cell keeps
     cut: bool = False
+    dropped: bool = False  # the output socket dropped a connection: a cut, unless the kernel died
 
     @property
     def finished(self) -> bool:
@@ -243,6 +244,8 @@ class NotebookKernel:
             return CellRun(index, CellStatus.DEAD, 0.0, "the kernel was already dead")
         waiting = _Waiting(self._client.execute(cell.source, allow_stdin=False, stop_on_error=False))
         status = self._wait(waiting, index, started + timeout)
+        if waiting.dropped and status != CellStatus.DEAD:  # a dying kernel's connection drops too: no cut then
+            self._cut(waiting, index)
         if status == CellStatus.TIMEOUT:
             self._manager.interrupt_kernel()
             if self._wait(waiting, index, time.monotonic() + self.grace) != CellStatus.OK:
@@ -294,8 +297,8 @@ class NotebookKernel:
                 heard = self._poll_shell(waiting, POLL)
             else:
                 heard = self._poll_iopub(waiting, index) | self._poll_shell(waiting, 0)
-            if self._dropped() and self._manager.is_alive():  # a dead kernel's connection drops too: no cut
-                self._cut(waiting, index)
+            if self._dropped():
+                waiting.dropped = True
                 dropped, self._client.iopub_channel.socket = self._client.iopub_channel.socket, self._bounded_outputs()
                 dropped.close(linger=0)
             if waiting.replied is not None and time.monotonic() - waiting.replied >= IDLE_WAIT:

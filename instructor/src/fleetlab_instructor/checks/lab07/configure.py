@@ -2,8 +2,8 @@
 
 The hidden days replay from further back, hold the spend to other quotas and
 windows (one of an hour and a half, which a governor's hour does not nest in),
-and run other seeds, so a configuration copied from the public days' numbers,
-or a governor left on its own window, does not survive them.
+and run other seeds, so a configuration copied from the public days' numbers
+does not survive them.
 """
 
 from __future__ import annotations
@@ -64,10 +64,6 @@ def _visibility_over_the_slowest_step_no_heartbeat(facts: DayFacts) -> FleetConf
                    visibility_timeout=min(43_200, math.ceil(facts.slowest_step_seconds * 1.5)))
 
 
-def _governor_on_its_own_hour(facts: DayFacts) -> FleetConfig:
-    return replace(reference_configure(facts), quota_window=3_600.0)
-
-
 def _the_quota_per_minute(facts: DayFacts) -> FleetConfig:
     per_minute = max(1, int(facts.quota_tokens * 60 / facts.quota_window))
     return replace(reference_configure(facts), quota_tokens=per_minute, quota_window=60.0, headroom=0.0,
@@ -96,8 +92,6 @@ WRONG_ANSWERS = (
                 _visibility_over_the_slowest_step_no_heartbeat, "a step also waits for its tokens"),
     WrongAnswer("the provider's quota spread per minute: less than one call a window",
                 _the_quota_per_minute, "such a call is never paid"),
-    WrongAnswer("the governor at the provider's tokens over its own hour", _governor_on_its_own_hour,
-                "whose windows do not nest in your 1 h ones", public=False),
     WrongAnswer("the public days' numbers, hard-coded", lambda facts: FleetConfig(
         idempotency_window=4 * DAY, quota_tokens=6_000, quota_window=3_600, batch_tokens=1_080),
         "keep them longer than a replay reaches", public=False),
