@@ -1,5 +1,6 @@
 """Each grading step on its own, with a scripted kernel and a scripted judge standing in for real ones."""
 
+import os
 import threading
 
 import nbformat
@@ -321,3 +322,29 @@ def test_a_notebook_holds_a_kernels_place_until_its_kernel_stops_and_is_judged_w
     grade_job(graded, kernels)
     assert held_while_kernel_ran == [True] and free_while_judged == [True]
     assert graded.kernel.stopped and kernels.acquire(blocking=False)
+
+
+@pytest.mark.parametrize("made", ["link to /dev/zero", "link to a file of the grader's", "fifo", "too big"])
+def test_a_hand_in_file_the_learner_replaced_is_refused_without_reading_past_it(tmp_path, made):
+    from fleetlab_instructor.grading.grade import MAX_ANSWERS_BYTES, read_handed_in
+
+    handed_in = tmp_path / "fleetlab-answers.json"
+    secret = tmp_path / "grader-only.json"
+    secret.write_text('{"answers": {}}')
+    if made == "link to /dev/zero":
+        handed_in.symlink_to("/dev/zero")
+    elif made == "link to a file of the grader's":
+        handed_in.symlink_to(secret)
+    elif made == "fifo":
+        os.mkfifo(handed_in)  # opening it to read would wait for a writer forever
+    else:
+        handed_in.write_bytes(b" " * (MAX_ANSWERS_BYTES + 1))
+    said = read_handed_in(handed_in)
+    assert isinstance(said, str) and ("no answers" in said or "weigh over" in said)
+
+
+def test_a_hand_in_file_is_read_as_written(tmp_path):
+    from fleetlab_instructor.grading.grade import read_handed_in
+
+    (tmp_path / "fleetlab-answers.json").write_bytes(b'{"answers": {}}')
+    assert read_handed_in(tmp_path / "fleetlab-answers.json") == b'{"answers": {}}'

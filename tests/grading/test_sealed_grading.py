@@ -131,6 +131,14 @@ try:
     os.kill(-1, 9)
 except OSError:
     pass"""),
+    "relinker": (WRONG, """import os
+
+def relink(result):  # after the hand-in cell: the grader would read /dev/zero for ever
+    if os.path.isfile("fleetlab-answers.json") and not os.path.islink("fleetlab-answers.json"):
+        os.remove("fleetlab-answers.json")
+        os.symlink("/dev/zero", "fleetlab-answers.json")
+
+get_ipython().events.register("post_run_cell", relink)"""),
     "hoarder": (WRONG, LINGER + """
 import os
 held = []

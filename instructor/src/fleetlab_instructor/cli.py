@@ -327,6 +327,12 @@ def canvas(grades: Path, roster: Path, out: Path, columns: tuple[tuple[str, str]
     return 0
 
 
+HIDDEN_VISIBILITY = click.option(
+    "--hidden", type=click.Choice(["after_due_date", "hidden"]), default="after_due_date",
+    help="when the learner sees the hidden cases' tests (default after_due_date)")
+"""Gradescope's visibility for the tests of hidden cases: after the due date, or never."""
+
+
 @gradebook_group.command(
     "gradescope", help="write Gradescope's results.json for the one learner a shard file holds "
                        "(`fleetlab grade --run RUN` of one submission): a test per case, hidden cases by what they "
@@ -335,8 +341,7 @@ def canvas(grades: Path, roster: Path, out: Path, columns: tuple[tuple[str, str]
                 help="the shard file `fleetlab grade --run RUN` wrote for the submission")
 @click.option("--out", type=PATH, default=Path("/autograder/results/results.json"),
               help="where to write it (default Gradescope's /autograder/results/results.json)")
-@click.option("--hidden", type=click.Choice(["after_due_date", "hidden"]), default="after_due_date",
-              help="when the learner sees the hidden cases' tests (default after_due_date)")
+@HIDDEN_VISIBILITY
 def gradescope(shard: Path, out: Path, hidden: str) -> int:
     import json
 
@@ -360,8 +365,7 @@ def gradescope(shard: Path, out: Path, hidden: str) -> int:
 @click.argument("out", type=PATH, metavar="OUT.zip", help="the archive to write")
 @click.option("--lab", required=True, help="the lab's two digits, e.g. 03")
 @click.option("--course", type=PATH, default=Path("."), help="the course's root (default: the current folder)")
-@click.option("--hidden", type=click.Choice(["after_due_date", "hidden"]), default="after_due_date",
-              help="when the learner sees the hidden cases' tests (default after_due_date)")
+@HIDDEN_VISIBILITY
 def autograder(out: Path, lab: str, course: Path, hidden: str) -> int:
     from fleetlab_instructor.grading.exports import write_autograder
 

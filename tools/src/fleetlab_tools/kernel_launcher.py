@@ -74,7 +74,8 @@ def _become_plain_kernel(connection_file: str) -> None:
 
 
 def _die_with_parent() -> None:
-    """SIGTERM this launcher when the thread that started it ends (Linux): it passes it on to its kernel."""
+    """SIGTERM this launcher when the thread that started it ends (Linux): it passes it on to its kernel.
+    ``sandbox.die_with_parent`` does the same; a launcher imports nothing of fleetlab, so it stays cheap."""
     import ctypes
 
     with contextlib.suppress(OSError, AttributeError):

@@ -172,7 +172,9 @@ def serve(socket_path: str, *, sealed: bool = False) -> None:
     With ``sealed``, each kernel seals itself before it starts (``_seal_kernel``); the template dies with its parent.
     """
     if sealed:
-        _libc_prctl_deathsig()
+        from fleetlab.course.judge import sandbox
+
+        sandbox.die_with_parent()  # a killed grader leaves no template behind
     template_env = dict(os.environ)
     os.environ.setdefault("MPLBACKEND", INLINE_BACKEND)  # as ipykernel sets it, before matplotlib reads it
     for name in PRELOADED:
@@ -291,14 +293,6 @@ def _seal_kernel(connection: socket.socket, request: Mapping) -> str:
     Path(SEALED_CONNECTION_FILE).write_bytes(info)
     os.chmod(SEALED_CONNECTION_FILE, 0o600)
     return SEALED_CONNECTION_FILE
-
-
-def _libc_prctl_deathsig() -> None:
-    """Die when the parent dies (Linux): a killed grader leaves no template behind."""
-    import ctypes
-
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)
 
 
 def _reseed() -> None:

@@ -28,8 +28,10 @@ Errors name a cell as the learner sees it: its place among the code cells, and i
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import stat
 import tempfile
 import threading
 import time
@@ -220,12 +222,29 @@ def hand_in(job: Job) -> None:
         job.errors.append(f"handing in the answers timed out after {job.limits.grading:g} s")
     elif run.status == CellStatus.ERROR:
         job.errors.append(f"handing in the answers failed ({run.error.split(':', 1)[0]})")
-    elif not handed_in.is_file():
-        job.errors.append("the kernel handed in no answers")
-    elif handed_in.stat().st_size > MAX_ANSWERS_BYTES:
-        job.errors.append(f"the answers handed in weigh over {MAX_ANSWERS_BYTES // 2**20} MB; none was graded")
     else:
-        job.answers = handed_in.read_bytes()  # untrusted bytes: only the judge reads them
+        answers = read_handed_in(handed_in)
+        if isinstance(answers, str):
+            job.errors.append(answers)
+        else:
+            job.answers = answers  # untrusted bytes: only the judge reads them
+
+
+def read_handed_in(path: Path) -> bytes | str:
+    """The bytes of the kernel's hand-in file, or why none were taken. The file lies in a folder the learner's
+    code could write: it is opened without following a link or waiting on a FIFO, must be a regular file, and
+    is read no further than ``MAX_ANSWERS_BYTES`` (a link to ``/dev/zero`` or to a file of the grader's is refused)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return "the kernel handed in no answers"
+    with os.fdopen(fd, "rb") as handed_in:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return "the kernel handed in no answers (not a regular file)"
+        data = handed_in.read(MAX_ANSWERS_BYTES + 1)
+    if len(data) > MAX_ANSWERS_BYTES:
+        return f"the answers handed in weigh over {MAX_ANSWERS_BYTES // 2**20} MB; none was graded"
+    return data
 
 
 def judge(job: Job) -> None:
@@ -324,10 +343,10 @@ def grade_notebooks(
 
     Rows come back in the order of ``paths``. All notebooks are read before
     any runs, so one submission cannot alter another before it is graded.
-    One judge server serves the batch, in the kernels' sandbox; up to
+    One judge server serves the batch, in the kernels' environment; up to
     ``JUDGES_PER_WORKER`` notebooks per worker are judged while the next kernels run.
     Each kernel is forked from one warm template (``WarmKernels``), started in
-    that sandbox too, so the batch pays for the library's imports once.
+    that environment too, so the batch pays for the library's imports once.
     ``sealed`` (the default) seals every kernel and answer process in a sandbox
     of its own (``fleetlab.course.judge.sandbox``); where none can be made it
     raises SandboxUnavailable before anything runs. Unsealed is for trusted notebooks only.

@@ -1,9 +1,10 @@
 """The judge: the verdict on a graded notebook's answers, computed where no learner code ever runs.
 
 The grader (``fleetlab_instructor.grading.judging``) starts this module as a
-process (``python -m fleetlab.course.judge.server``) in the sandbox's
-environment: no credentials, and the instructor's package refused on import,
-as in a graded kernel. That server imports the library, boto3, moto and every
+process (``python -m fleetlab.course.judge.server``) in the kernels'
+environment (no credentials), with the instructor's package refused on import
+in its own process (the answers it calls run elsewhere, sealed, where that
+package is absent). That server imports the library, boto3, moto and every
 shipped check once, starts no thread, and forks one judge per notebook, so a
 notebook's judge starts in milliseconds and shares nothing with another's.
 
@@ -51,7 +52,7 @@ from typing import Any, BinaryIO, TextIO
 
 from fleetlab.course.grading import learner, registry, shortcuts
 from fleetlab.course.grading.registry import Case, Check
-from fleetlab.course.judge import handover
+from fleetlab.course.judge import handover, sandbox
 from fleetlab.course.judge.answerhost import AnswerHost
 from fleetlab.course.judge.proxies import warm_clients
 from fleetlab.course.grading.results import CaseResult, CheckResult, CheckStatus, not_yet, refused
@@ -354,18 +355,12 @@ def main(argv: list[str]) -> None:
     if argv not in ([], ["--sealed"]):
         raise SystemExit(f"usage: python -m {__name__} [--sealed]")
     keep_memory_private()
-    _die_with_parent()
+    sandbox.die_with_parent()  # a killed grader leaves no judge behind
     replies = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # whatever an import prints goes to stderr, never into the replies
     sys.meta_path.insert(0, InstructorRefused())
     preload()
     serve(socket.socket(fileno=0), replies, sealed=argv == ["--sealed"])
-
-
-def _die_with_parent() -> None:
-    """The server dies with the grader that started it (Linux): a killed grader leaves no judge behind."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)
 
 
 if __name__ == "__main__":
