@@ -10,6 +10,8 @@ template forks, and the child becomes the kernel: its own process and
 session, the launcher's environment, working folder and connection file.
 No cell of any notebook ever runs in the template, so every notebook still
 gets a fresh kernel process of its own.
+A template started ``--sealed`` (the grader's) has each kernel seal itself
+in the forked child before it starts (``fleetlab.course.judge.sandbox``).
 
 jupyter_client sees the launcher as the kernel's process: the launcher
 passes SIGINT and SIGTERM on to the kernel and exits when the kernel does;

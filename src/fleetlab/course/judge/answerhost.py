@@ -4,8 +4,10 @@ A judge starts an ``AnswerHost`` first thing, while it runs one thread: that
 forks a *zygote*, a copy of the judge before any check ran. Each answer
 process is forked from the zygote on demand (a fork copies only the thread
 that forks, so it is made from a process that runs one). An answer process
-closes every file the judge had open, works in a fresh temporary folder,
-rebuilds the learner's answers from what the kernel handed in and serves
+closes every file the judge had open; in a graded batch it seals itself
+(``sandbox``: it sees the interpreter and the library, works in a private
+``/tmp``, sees no other process), else it works in a folder of the host's
+that goes when the host closes. It rebuilds the learner's answers from what the kernel handed in and serves
 the judge's calls through a ``peer.Peer``. The judge gets each answer as
 a value (plain data) or a proxy, and hands it to the check's harness as if
 it were the learner's function: the harness, the hidden cases and the
