@@ -1,10 +1,12 @@
 """The judge on its own: one notebook's verdicts written as JSON, the fork server."""
 
+import dataclasses
 import io
 import json
 import math
 import os
 import threading
+from pathlib import Path
 
 import pytest
 from fleetlab_instructor.checks import full_check
@@ -217,3 +219,42 @@ def test_a_line_longer_than_the_grader_reads_is_read_past_and_left_out():
     huge = json.dumps({"check": "99.dedupe", "status": "fail", "diagnosis": "y" * judging.MAX_EVENT, "cases": []})
     assert judging._read_results([json.dumps({"start": "99.dedupe"}), huge], verdicts) == "99.dedupe"
     assert verdicts.checks == {}
+
+
+class EchoServer:
+    """Passes every check it is asked for, and notes each request's folder and checks (the grader's threads
+    call it at once)."""
+
+    def __init__(self):
+        self.requests, self.guard = {}, threading.Lock()
+
+    def run(self, folder, seconds, request):
+        checks = json.loads(request)["checks"]
+        with self.guard:
+            self.requests[folder] = checks
+        return Ended(0, False, tuple(json.dumps({"check": check, **VERDICT}) for check in checks))
+
+
+def test_a_check_that_waits_on_the_real_clock_is_judged_by_a_judge_of_its_own(fixture_lab, tmp_path):
+    waits = dataclasses.replace(full_check("99.visibility"), real_time=True)
+    server = EchoServer()
+    verdicts = judge_answers(server, tmp_path / "job", [full_check("99.dedupe"), waits], b"{}", 60)
+    assert sorted(server.requests.values()) == [["99.dedupe"], ["99.visibility"]]
+    assert len(set(server.requests)) == 2 and all(folder.parent == tmp_path / "job" for folder in server.requests)
+    assert verdicts.errors == [] and sorted(verdicts.checks) == ["99.dedupe", "99.visibility"]
+
+
+def test_checks_that_do_not_wait_on_the_real_clock_share_one_judge(fixture_lab, tmp_path):
+    server = EchoServer()
+    judge_answers(server, tmp_path / "job", [full_check("99.dedupe"), full_check("99.visibility")], b"{}", 60)
+    assert list(server.requests.items()) == [(tmp_path / "job", ["99.dedupe", "99.visibility"])]
+
+
+def test_lab_04s_step_functions_checks_wait_on_the_real_clock_and_their_notebooks_are_graded_first():
+    from fleetlab.course.grading import registry
+    from fleetlab_instructor.grading.grade import _waits_first
+
+    assert {check.id for check in registry.checks_of("04") if check.real_time} == {"04.callback", "04.catch"}
+    paths = [Path("a/01_at_least_once.ipynb"), Path("Untitled.ipynb"), Path("b/04_wait_for_task_token.ipynb"),
+             Path("bob_04_wait_for_task_token.ipynb")]
+    assert _waits_first(paths) == [2, 3, 0, 1]

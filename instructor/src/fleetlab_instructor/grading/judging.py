@@ -5,7 +5,8 @@ threads share it. ``judge_answers`` hands one notebook's answers (the bytes
 its kernel wrote, never opened here) and, through a pipe of their own, the
 hidden cases to a fresh judge (no file holds them), reads the verdicts back
 as JSON (from the server, never from a file), and when the judge was killed
-in the middle of a check, judges the checks after it in another one.
+in the middle of a check, judges the checks after it in another one; checks
+that wait on the real clock are judged side by side.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -178,11 +180,35 @@ def judge_answers(server: JudgeServer, folder: Path, checks: Sequence[Check], an
                   seconds: float) -> Verdicts:
     """Judge ``answers`` (a kernel's ``hand_in`` file, as bytes) on ``checks`` (with their hidden cases).
 
-    ``folder`` is this notebook's own; the judge's request goes there, its
-    verdicts come back through the server. A judge killed in the middle of a
-    check leaves that check failed and the next judge takes the checks after
-    it, within ``seconds`` in all. When the server itself dies, the notebook
-    is judged again from the start by a new one (``SERVER_RESTARTS`` times).
+    ``folder`` is this notebook's own. A check whose cases wait on the real
+    clock (``Check.real_time``) is judged by a judge of its own, the others
+    together by one more, all side by side within ``seconds``
+    (``judge_in_turn``); their verdicts are joined.
+    """
+    groups = [[check] for check in checks if check.real_time]
+    groups += [rest] if (rest := [check for check in checks if not check.real_time]) else []
+    if len(groups) <= 1:
+        return judge_in_turn(server, folder, checks, answers, seconds)
+    with ThreadPoolExecutor(max_workers=len(groups), thread_name_prefix="fleetlab-judge-group") as pool:
+        apart = list(pool.map(lambda n: judge_in_turn(server, folder / f"group-{n}", groups[n], answers, seconds),
+                              range(len(groups))))
+    verdicts = Verdicts()
+    for one in apart:
+        verdicts.checks.update(one.checks)
+        verdicts.errors.extend(one.errors)
+        verdicts.withheld = verdicts.withheld or one.withheld
+    return verdicts
+
+
+def judge_in_turn(server: JudgeServer, folder: Path, checks: Sequence[Check], answers: bytes,
+                  seconds: float) -> Verdicts:
+    """Judge ``checks`` one after another, starting in one judge.
+
+    ``folder`` is this judge's own; the answers go there, its verdicts come
+    back through the server. A judge killed in the middle of a check leaves
+    that check failed and the next judge takes the checks after it, within
+    ``seconds`` in all. When the server itself dies, the checks are judged
+    again from the start by a new one (``SERVER_RESTARTS`` times).
     """
     folder.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + seconds

@@ -71,6 +71,10 @@ class Check:
     and none jumps the clock, so on a real clock they run at the same time
     and their waits on the backend overlap; on a virtual clock they always
     run one after another.
+
+    ``real_time``: the cases wait on the real clock on every backend (Step
+    Functions' timers run in real seconds, moto's too), so the grader judges
+    the check in a judge of its own, beside the notebook's other checks.
     """
 
     id: str
@@ -87,6 +91,7 @@ class Check:
     answer: str = ""
     parameters: str = ""
     implemented_by: tuple[str, ...] = ()
+    real_time: bool = False
 
     @property
     def lab(self) -> str:
@@ -154,6 +159,7 @@ def register(
     answer: str = "",
     parameters: str = "",
     implemented_by: Sequence[str] = (),
+    real_time: bool = False,
 ) -> Callable[[Harness], Harness]:
     """Decorator: register the decorated harness as check ``check_id``.
 
@@ -162,7 +168,8 @@ def register(
     cannot take ``parameters`` (``"sqs, dlq_url"``, as the notebook's stub
     has them) in that order. ``answer`` names the
     value the exercise asks for when it is not a function (the grader finds
-    an answer by this name, or ``function``). ``side_by_side``: see ``Check``.
+    an answer by this name, or ``function``). ``side_by_side`` and
+    ``real_time``: see ``Check``.
     ``implemented_by`` names (dotted paths) the library functions that do what
     the exercise asks: an answer that calls one scores nothing (``shortcuts``).
 
@@ -194,6 +201,7 @@ def register(
             answer=answer,
             parameters=parameters,
             implemented_by=tuple(implemented_by),
+            real_time=real_time,
         )
         return harness
 

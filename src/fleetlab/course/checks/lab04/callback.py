@@ -143,6 +143,7 @@ CALLBACK_SIGNATURE = "complete_task(sfn, token, work, heartbeat_seconds, clock)"
     function="complete_task",
     parameters="sfn, token, work, heartbeat_seconds, clock",
     timeout=30,
+    real_time=True,
     implemented_by=("fleetlab.services.stepfunctions.worker.answer_task",),
 )
 def check_callback(answer: Any, case: Steps, ctx: Any) -> CaseOutcome:

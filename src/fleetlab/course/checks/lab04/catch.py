@@ -77,6 +77,7 @@ def worst_case_wait(block: dict[str, Any], case: Outage) -> float:
                    (dies(), answers(after=0.1)))],
     hidden_cases=2,
     timeout=20,
+    real_time=True,
     answer="catch_block",
 )
 def check_catch(answer: Any, case: Outage, ctx: Any) -> CaseOutcome:
