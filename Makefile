@@ -48,11 +48,16 @@ $(STAMP): pyproject.toml tools/pyproject.toml instructor/pyproject.toml
 	$(BIN)/python -m fleetlab.backends.fidelity moto || echo "moto's fidelity table: not measured; the first lab measures it"
 	touch $(STAMP)
 
+# This repository's `make lab` is the instructor's (its venv holds the instructor's package and the test tools);
+# a learner's release (`fleetlab release`) has a Makefile of its own. As a courtesy, the file browser leaves out
+# labs/solutions/ (Jupyter's own hidden files, then the answers): the answers are still in the clone.
+HIDE_SOLUTIONS := --ContentsManager.hide_globs="['__pycache__', '*.pyc', '*.pyo', '.DS_Store', '*~', 'solutions']"
+
 lab: venv
 	@$(BIN)/python -c 'import socket, sys; socket.create_server(("127.0.0.1", int(sys.argv[1])))' $(LAB_PORT) 2>/dev/null || \
 	  { echo "port $(LAB_PORT) is already in use (another JupyterLab? 'jupyter server list' shows it): open that one, stop it, or run 'make lab LAB_PORT=8890' (docs/troubleshooting.md#port-already-in-use)"; exit 1; }
 	FLEETLAB_BACKEND=moto $(BIN)/jupyter lab --notebook-dir=labs --ip=127.0.0.1 \
-	  --port=$(LAB_PORT) $(ROOT_FLAG) $(LAB_FLAGS)
+	  --port=$(LAB_PORT) $(ROOT_FLAG) $(HIDE_SOLUTIONS) $(LAB_FLAGS)
 
 NBVAL_HOME := $(CURDIR)/.fleetlab/nbval
 # One fidelity cache for every kernel a test run starts: each backend is probed once, not once per kernel

@@ -1,5 +1,6 @@
 """`make lab` serves JupyterLab on labs/ (started headless, then stopped by its PID)."""
 
+import json
 import os
 import secrets
 import shutil
@@ -32,6 +33,11 @@ def get(url: str) -> int:
         return 0
 
 
+def get_json(url: str) -> dict:
+    with urllib.request.urlopen(url, timeout=5) as response:
+        return json.load(response)
+
+
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
 def test_make_lab_serves_jupyterlab(tmp_path):
     port, token = free_port(), secrets.token_hex(8)
@@ -50,6 +56,8 @@ def test_make_lab_serves_jupyterlab(tmp_path):
             time.sleep(0.25)
         assert status == 200, f"JupyterLab did not answer on /lab (last status {status})"
         assert get(f"http://127.0.0.1:{port}/api/contents/00_orientation.ipynb?token={token}") == 200
+        listed = {item["name"] for item in get_json(f"http://127.0.0.1:{port}/api/contents/?token={token}")["content"]}
+        assert "00_orientation.ipynb" in listed and "solutions" not in listed, "the answers show in the file browser"
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)
