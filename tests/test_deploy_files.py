@@ -144,6 +144,18 @@ def test_hadolint_passes_the_dockerfile(tmp_path: Path, dockerfile: Path) -> Non
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+def test_make_test_lints_every_dockerfile_of_the_repository() -> None:
+    """`make test` runs `lint-dockerfiles` first, and its DOCKERFILES are every Dockerfile git tracks."""
+    makefile = (REPO / "Makefile").read_text()
+    listed = re.search(r"^DOCKERFILES\s*:=\s*(.+)$", makefile, re.MULTILINE)
+    assert listed, "the Makefile names no DOCKERFILES"
+    tracked = subprocess.run(["git", "ls-files", "--", "Dockerfile", "*/Dockerfile"], cwd=REPO, capture_output=True,
+                             text=True, timeout=TOOL_TIMEOUT, check=True).stdout.split()
+    assert sorted(listed[1].split()) == sorted(tracked) == sorted(
+        path.relative_to(REPO).as_posix() for path in (DOCKERFILE, GRADER_DOCKERFILE))
+    assert re.search(r"^test:.*\blint-dockerfiles\b", makefile, re.MULTILINE)
+
+
 def test_hadolint_refuses_an_unpinned_image_installed_as_root(tmp_path: Path) -> None:
     """The linter really runs: `latest` and an unpinned pip install are reported by their rule codes."""
     bad = tmp_path / "Dockerfile"
