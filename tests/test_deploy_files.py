@@ -1,10 +1,12 @@
 """The files that deploy the course: the lab image, the compose file, the dev container and CI.
 
 Docker cannot run on these machines, so nothing here builds an image or starts a container.
-hadolint lints the ``Dockerfile`` and actionlint every workflow (both from the test extra);
+hadolint lints both images' Dockerfiles (the lab's ``Dockerfile`` and the grader's
+``deploy/grading/Dockerfile``) and actionlint every workflow (both from the test extra);
 ``.devcontainer/devcontainer.json`` is validated against ``tests/schemas/devcontainer.schema.json``
 (written from the Dev Container reference: no copy of the official schema installs from PyPI);
-the build context is computed from ``.dockerignore`` and searched for answers; and every file is
+each build context is computed from its ignore file and checked against what its Dockerfile copies
+(the lab's holds no answers, the grader's the instructor's package and nothing else); and every file is
 checked against what it must agree with: ``docs/backends.md``, the LocalStack tooling, the
 Makefile, the settings the library reads and the student notebooks.
 """
@@ -32,6 +34,8 @@ from fleetlab_tools.localstack import host
 REPO = Path(__file__).resolve().parents[1]
 DOCKERFILE = REPO / "Dockerfile"
 DOCKERIGNORE = REPO / ".dockerignore"
+GRADER_DOCKERFILE = REPO / "deploy" / "grading" / "Dockerfile"
+GRADER_DOCKERIGNORE = GRADER_DOCKERFILE.with_name("Dockerfile.dockerignore")
 COMPOSE = REPO / "docker-compose.yml"
 DEVCONTAINER = REPO / ".devcontainer" / "devcontainer.json"
 DEVCONTAINER_SCHEMA = REPO / "tests" / "schemas" / "devcontainer.schema.json"
@@ -132,11 +136,24 @@ def arguments_of(instructions: list[tuple[str, str]], keyword: str) -> list[str]
     return [arguments for name, arguments in instructions if name == keyword]
 
 
-def test_hadolint_passes_the_dockerfile(tmp_path: Path) -> None:
+@pytest.mark.parametrize("dockerfile", [DOCKERFILE, GRADER_DOCKERFILE], ids=["lab", "grader"])
+def test_hadolint_passes_the_dockerfile(tmp_path: Path, dockerfile: Path) -> None:
     """hadolint finds nothing, down to its style rules, and no inline pragma may silence one."""
     done = run_tool([tool("hadolint"), "--no-color", "--disable-ignore-pragma", "--failure-threshold", "style",
-                     str(DOCKERFILE)], cwd=tmp_path)
+                     str(dockerfile)], cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_make_test_lints_every_dockerfile_of_the_repository() -> None:
+    """`make test` runs `lint-dockerfiles` first, and its DOCKERFILES are every Dockerfile git tracks."""
+    makefile = (REPO / "Makefile").read_text()
+    listed = re.search(r"^DOCKERFILES\s*:=\s*(.+)$", makefile, re.MULTILINE)
+    assert listed, "the Makefile names no DOCKERFILES"
+    tracked = subprocess.run(["git", "ls-files", "--", "Dockerfile", "*/Dockerfile"], cwd=REPO, capture_output=True,
+                             text=True, timeout=TOOL_TIMEOUT, check=True).stdout.split()
+    assert sorted(listed[1].split()) == sorted(tracked) == sorted(
+        path.relative_to(REPO).as_posix() for path in (DOCKERFILE, GRADER_DOCKERFILE))
+    assert re.search(r"^test:.*\blint-dockerfiles\b", makefile, re.MULTILINE)
 
 
 def test_hadolint_refuses_an_unpinned_image_installed_as_root(tmp_path: Path) -> None:
@@ -161,8 +178,10 @@ def test_the_base_image_is_an_exact_python_release(instructions: list[tuple[str,
     assert match[1] == conda_python()
 
 
-def test_the_lab_runs_as_an_unprivileged_user(instructions: list[tuple[str, str]]) -> None:
+@pytest.mark.parametrize("dockerfile", [DOCKERFILE, GRADER_DOCKERFILE], ids=["lab", "grader"])
+def test_the_image_runs_as_an_unprivileged_user(dockerfile: Path) -> None:
     """The last USER, before the command, is neither root nor uid 0, and is the uid the image creates."""
+    instructions = dockerfile_instructions(dockerfile.read_text())
     keywords = [name for name, _ in instructions]
     users = arguments_of(instructions, "USER")
     assert users, "the image runs as root: add a USER"
@@ -308,6 +327,81 @@ def test_the_build_context_holds_what_the_dockerfile_copies(context: set[str],
                 f"COPY {source}: .dockerignore leaves it out"
     assert {"src/fleetlab/__init__.py", "tools/pyproject.toml"} <= context
     assert {f"labs/{notebook.name}" for notebook in student_notebooks()} <= context
+
+
+# --- the grader's image (deploy/grading/Dockerfile and its own ignore file) -----------------------------
+
+
+@pytest.fixture(scope="module")
+def grader_instructions() -> list[tuple[str, str]]:
+    return dockerfile_instructions(GRADER_DOCKERFILE.read_text())
+
+
+@pytest.fixture(scope="module")
+def grader_context() -> set[str]:
+    return build_context(REPO, ignore_rules(GRADER_DOCKERIGNORE.read_text()))
+
+
+def copy_sources(instructions: list[tuple[str, str]]) -> list[str]:
+    """The context paths a Dockerfile's COPY instructions read (every word but the last and the --flags)."""
+    sources = []
+    for arguments in arguments_of(instructions, "COPY"):
+        words = [word for word in arguments.split() if not word.startswith("--")]
+        sources += words[:-1]
+    return sources
+
+
+def tracked_files_under(sources: list[str]) -> set[str]:
+    """The files git tracks at or under ``sources``: what a clean checkout would send for them."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--", *sources], cwd=REPO, capture_output=True, text=True,
+                            timeout=TOOL_TIMEOUT, check=True).stdout
+    return {path for path in listed.split("\0") if path}
+
+
+def test_the_grader_ignore_file_is_the_one_buildkit_reads_for_its_dockerfile() -> None:
+    """BuildKit takes ``<Dockerfile>.dockerignore`` beside the Dockerfile given with -f before the context's
+    .dockerignore; the lab's Dockerfile has no such file, so the lab image keeps reading .dockerignore."""
+    assert GRADER_DOCKERIGNORE.name == f"{GRADER_DOCKERFILE.name}.dockerignore" and GRADER_DOCKERIGNORE.is_file()
+    assert not DOCKERFILE.with_name(f"{DOCKERFILE.name}.dockerignore").exists()
+    assert f"docker build -f {GRADER_DOCKERFILE.relative_to(REPO)} " in GRADER_DOCKERFILE.read_text()
+
+
+def test_the_grader_context_is_exactly_what_its_dockerfile_copies(grader_context: set[str],
+                                                                   grader_instructions) -> None:
+    """Every file git tracks under a COPY source is sent (the instructor's package among them), and nothing
+    outside the COPY sources is: no labs/, no solutions, no tests, no local state."""
+    sources = copy_sources(grader_instructions)
+    assert "instructor" in sources
+    outside = sorted(path for path in grader_context
+                     if not any(path == source or path.startswith(f"{source}/") for source in sources))
+    assert not outside, f"sent but never copied: {outside}"
+    missing = sorted(tracked_files_under(sources) - grader_context)
+    assert not missing, f"copied but left out of the context: {missing}"
+    assert {"instructor/pyproject.toml", "instructor/src/fleetlab_instructor/__init__.py",
+            "instructor/src/fleetlab_instructor/grading/grade.py"} <= grader_context
+    leaked = sorted(path for path in grader_context
+                    if "/__pycache__/" in path or ".egg-info/" in path or path.startswith(("labs/", ".venv/")))
+    assert not leaked, leaked
+
+
+def test_the_lab_context_still_holds_no_instructor_package(context: set[str], grader_context: set[str]) -> None:
+    """The grader's ignore file lets the instructor's package in for the grader only."""
+    instructor = {path for path in grader_context if path.startswith("instructor/")}
+    assert instructor and not instructor & context
+
+
+def test_the_grader_installs_the_course_with_its_instructors_side_not_editable(grader_instructions) -> None:
+    """One pip install of the library, its tooling and the instructor's package, from the copied sources:
+    not editable, so the sandbox can hide the installed instructor package from learner processes."""
+    (install,) = [run for run in arguments_of(grader_instructions, "RUN") if "pip install" in run]
+    words = install.split("&&")[0].split()
+    assert words[:2] == ["pip", "install"]
+    assert set(words[2:]) == {"/tmp/fleetlab", "/tmp/fleetlab/tools", "/tmp/fleetlab/instructor"}
+
+
+def test_the_grader_and_the_lab_run_one_python_release(instructions, grader_instructions) -> None:
+    """A notebook is graded on the Python it was written on."""
+    assert arguments_of(grader_instructions, "FROM") == arguments_of(instructions, "FROM")
 
 
 # --- docker-compose.yml ----------------------------------------------------------------
