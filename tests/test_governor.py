@@ -13,7 +13,7 @@ from fleetlab.composition.admission import Dispatcher, work_bodies
 from fleetlab.composition.concurrency import AdaptiveConcurrency
 from fleetlab.composition.topology import experiment_queue, experiment_table, new_prefix
 from fleetlab.core.errors import InvalidInput, QuotaExhausted
-from fleetlab.course.experiments.governor import batch_size_sweep
+from fleetlab.course.experiments.chaos import batch_size_sweep
 from fleetlab.services.state.governor import Allowance, Quota, TokenGovernor
 
 

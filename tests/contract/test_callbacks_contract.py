@@ -11,7 +11,7 @@ import pytest
 
 from fleetlab.backends.fidelity import probe
 from fleetlab.core.errors import AslError
-from fleetlab.course.experiments.callbacks import CallbackBench, Plan, answers, calls, dies, fails
+from fleetlab.course.experiments.callback import CallbackBench, Plan, answers, calls, dies, fails
 from fleetlab.services.state.claimcheck import ClaimCheck
 from fleetlab.services.stepfunctions import asl, callbacks, machines
 from fleetlab.services.stepfunctions.worker import DROPPED

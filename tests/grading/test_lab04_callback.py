@@ -33,7 +33,7 @@ def test_a_task_handed_over_after_its_timer_ran_out_is_the_machines_doing_not_th
 def a_timed_out_quick_step(answer_after: float) -> tuple:
     """The public case's quick answer, timed out: beats every 0.3 s from getting the task, answers ``answer_after`` later."""
     from fleetlab.course.checks.lab04 import callback
-    from fleetlab.course.experiments.callbacks import CallbackRun
+    from fleetlab.course.experiments.callback import CallbackRun
     from fleetlab.services.stepfunctions.executions import HistoryRow
     from fleetlab.services.stepfunctions.worker import Call
 
@@ -57,7 +57,7 @@ def a_succeeded_step(name: str, *, working: float, beats: tuple[float, ...], ans
     """The public case's step ``name``, succeeded: handed at 0, the worker called ``work`` at ``working``, beat
     at ``beats`` and answered at ``answered``; what the check says of it."""
     from fleetlab.course.checks.lab04 import callback
-    from fleetlab.course.experiments.callbacks import CallbackRun
+    from fleetlab.course.experiments.callback import CallbackRun
     from fleetlab.services.stepfunctions.worker import Call
 
     step = next(s for s in full_check("04.callback").public[0].steps if s.name == name)
@@ -90,7 +90,7 @@ def test_beats_refused_because_the_timer_ran_out_before_the_worker_had_the_task_
     4 s window from the first act, were refused (moto answers InvalidToken once the execution has ended), and so
     was the answer."""
     from fleetlab.course.checks.lab04 import callback
-    from fleetlab.course.experiments.callbacks import CallbackRun
+    from fleetlab.course.experiments.callback import CallbackRun
     from fleetlab.services.stepfunctions.executions import HistoryRow
     from fleetlab.services.stepfunctions.worker import Call
 

@@ -11,7 +11,7 @@ from fleetlab.backends.backend import open_backend
 from fleetlab.composition.scaling.manifest import scaled_object
 from fleetlab.course.checks.lab05 import burst as burst_check
 from fleetlab.course.checks.lab05 import queue_length
-from fleetlab.course.experiments.autoscaling import MODEL_QUEUE, burst
+from fleetlab.course.experiments.scaling import MODEL_QUEUE, burst
 from fleetlab.course.grading import get_check, run_check
 from fleetlab.course.grading.results import CheckStatus
 

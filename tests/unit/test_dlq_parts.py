@@ -18,7 +18,7 @@ from fleetlab.composition.topology import experiment_queue, experiment_table, ne
 from fleetlab.core.errors import EnvelopeError, InvalidInput, ModelError, Timeout, WorkerCrashed
 from fleetlab.course.experiments.poison import GroupProgress
 from fleetlab.display import failure_classes, group_progress
-from fleetlab.display.dlq_widgets import progress_at
+from fleetlab.display.poison_widgets import progress_at
 from fleetlab.services.sqs import dlq
 from fleetlab.services.sqs.esm import partial_batch_response
 from fleetlab.services.sqs.lastattempt import LastAttempt

@@ -16,7 +16,7 @@ The figures and quotas come from the course's source material (seed 000,
 
 The seeds give no prices, so cost is counted in calls; ``priced`` turns
 calls into money for prices the caller supplies, and ``daily_bill`` prices
-a fleet's day per step (``fleetlab.course.experiments.autoscaling.step_prices``
+a fleet's day per step (``fleetlab.course.experiments.scaling.step_prices``
 reads them from the course's dated price list).
 """
 

@@ -17,7 +17,7 @@ from botocore.exceptions import ClientError
 
 from fleetlab.core.errors import StepFailed
 from fleetlab.course.checks.lab04.callback import QUICK_HEARTBEAT, STEP_OUTPUT, Step, Steps
-from fleetlab.course.experiments.callbacks import answers, fails
+from fleetlab.course.experiments.callback import answers, fails
 from fleetlab.services.stepfunctions import callbacks
 from fleetlab.services.stepfunctions.worker import DEAD_TOKEN_ERRORS
 from fleetlab_instructor.checks import InstructorSide, RightAnswer, WrongAnswer

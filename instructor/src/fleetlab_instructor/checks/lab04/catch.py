@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 from fleetlab.course.checks.lab04.catch import Outage
-from fleetlab.course.experiments.callbacks import answers, dies
+from fleetlab.course.experiments.callback import answers, dies
 from fleetlab_instructor.checks import InstructorSide, RightAnswer, WrongAnswer
 
 HIDDEN = (

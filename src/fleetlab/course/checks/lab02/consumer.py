@@ -18,7 +18,7 @@ from typing import Any
 from fleetlab.composition.topology import experiment_queue, experiment_table
 from fleetlab.core.errors import AlreadyInProgress, FleetlabError
 from fleetlab.core.faults import Crash, CrashPoint, FaultPlan, Latency
-from fleetlab.course.experiments.delivery import deliver_under_chaos
+from fleetlab.course.experiments.idempotency import deliver_under_chaos
 from fleetlab.course.grading.registry import Case, CaseOutcome, register
 from fleetlab.services.state.idempotency import Claim, Completed, IdempotencyStore
 

@@ -20,7 +20,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from fleetlab.course.checks.lab04.common import HEARTBEAT_ERRORS
-from fleetlab.course.experiments.callbacks import Behaviour, CallbackBench, CallbackRun, Plan, answers, fails
+from fleetlab.course.experiments.callback import Behaviour, CallbackBench, CallbackRun, Plan, answers, fails
 from fleetlab.course.grading.registry import Case, CaseOutcome, StopAnswer, register
 from fleetlab.services.stepfunctions import machines
 from fleetlab.services.stepfunctions.worker import DEAD_TOKEN_ERRORS, Call

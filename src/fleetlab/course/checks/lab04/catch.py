@@ -18,7 +18,7 @@ from typing import Any
 
 from fleetlab.core.errors import AslError
 from fleetlab.course.checks.lab04.common import AWS_HEARTBEAT_ERROR, HEARTBEAT_ERRORS, refused_task
-from fleetlab.course.experiments.callbacks import Behaviour, CallbackBench, answers, dies
+from fleetlab.course.experiments.callback import Behaviour, CallbackBench, answers, dies
 from fleetlab.course.grading.registry import Case, CaseOutcome, register
 from fleetlab.services.stepfunctions import asl, machines
 

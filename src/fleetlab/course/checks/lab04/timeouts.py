@@ -16,7 +16,7 @@ from typing import Any
 
 from fleetlab.core.errors import AslError, InvalidInput
 from fleetlab.course.checks.lab04.common import refused_task
-from fleetlab.course.experiments.callbacks import CallbackBench, Plan, calls, model_call_steps, percentile
+from fleetlab.course.experiments.callback import CallbackBench, Plan, calls, model_call_steps, percentile
 from fleetlab.course.grading.registry import Case, CaseOutcome, register
 from fleetlab.course.grading.values import seconds
 from fleetlab.services.stepfunctions import machines

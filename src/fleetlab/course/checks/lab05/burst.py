@@ -20,7 +20,7 @@ from typing import Any
 from fleetlab.composition.scaling.manifest import scaled_object
 from fleetlab.composition.scaling.scaler import QueueAttributes
 from fleetlab.core.errors import InvalidInput
-from fleetlab.course.experiments.autoscaling import MODEL_QUEUE, burst
+from fleetlab.course.experiments.scaling import MODEL_QUEUE, burst
 from fleetlab.course.grading.registry import Case, CaseOutcome, register
 from fleetlab.course.grading.values import whole_number
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from fleetlab.composition.scaling.manifest import ScaledObject, from_manifest
-from fleetlab.course.experiments.autoscaling import MODEL_QUEUE
+from fleetlab.course.experiments.scaling import MODEL_QUEUE
 
 
 def applied(*, queue_length: str = "5", max_replicas: Any = 100) -> ScaledObject:

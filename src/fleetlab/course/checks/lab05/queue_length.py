@@ -20,7 +20,7 @@ from typing import Any
 
 from fleetlab.core.errors import InvalidInput
 from fleetlab.course.checks.lab05.manifests import applied
-from fleetlab.course.experiments.autoscaling import burst
+from fleetlab.course.experiments.scaling import burst
 from fleetlab.course.grading.registry import Case, CaseOutcome, register
 from fleetlab.course.grading.values import whole_number
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from fleetlab.display.dlq_plots import group_progress
+from fleetlab.display.poison_plots import group_progress
 
 if TYPE_CHECKING:
     from fleetlab.services.sqs.groups import GroupProgress

@@ -1,10 +1,10 @@
-"""ipywidgets controls for the labs: turn a knob, see the consequence."""
+"""Lab 01's control: turn the visibility timeout, see the share of steps that run twice."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from fleetlab.display.plots import step_times_vs_visibility
+from fleetlab.display.delivery_plots import step_times_vs_visibility
 
 
 def duplicate_rate(step_times: list[float], visibility_timeout: float) -> float:
