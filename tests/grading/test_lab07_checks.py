@@ -1,11 +1,16 @@
 """What lab 07's checks promise beyond their catalogues (``test_catalogues.py`` runs those on moto and
 moto-server): stubs say "not yet", a learner's own error is theirs, an answer that is not a FleetConfig is
 refused saying what to return, an invalid configuration is reported by its field, the planted day a
-repair reads is run once per case, and a diagnosis leads with its root cause, quotes what broke and stays short."""
+repair reads is run once per case, a diagnosis leads with its root cause, quotes what broke and stays short, and
+the hidden day of a 1 h 30 min provider window catches a governor left on its own hour whenever it is graded."""
+
+from dataclasses import replace
+from types import SimpleNamespace
 
 import pytest
+from fleetlab.backends.backend import open_backend
 from fleetlab.composition.chaos import INVARIANTS, ChaosSchedule, Counts, FleetConfig, Result, Scoreboard
-from fleetlab.course.checks.lab07.common import judge
+from fleetlab.course.checks.lab07.common import judge, run_day
 from fleetlab.course.grading import get_check, run_check
 from fleetlab.course.grading.results import CheckStatus
 from fleetlab_instructor.checks.lab07 import configure as configure_side
@@ -142,3 +147,52 @@ def test_a_late_caller_is_told_the_visibility_timeout_it_waited_out_and_the_pois
         "while the slow one runs instead")
     many_receives = judge(board(FleetConfig(max_receives=40), late)).diagnosis
     assert "a poison step waits out 38 of them (9 h 30 min)" in many_receives and "the receives few" in many_receives
+
+
+OWN_HOUR = "the governor at the provider's tokens over its own hour"
+
+
+@pytest.mark.parametrize("hours_in", [0, 1, 2], ids=["0 min", "60 min", "30 min"])
+def test_a_governor_on_its_own_hour_overspends_the_hidden_hour_and_a_half_wherever_its_day_starts(hours_in):
+    """A day starts on its governor's window, so the own-hour governor's day starts 0, 60 or 30 minutes into a
+    provider window of 1 h 30 min, as the clock falls when it is graded: the hidden day catches it at each."""
+    day = next(case for case in configure_side.HIDDEN if case.facts.quota_window == 5_400)
+    wrong = next(wrong for wrong in configure_side.WRONG_ANSWERS if wrong.name == OWN_HOUR)
+    backend = open_backend("moto")
+    try:
+        now = backend.clock.now()
+        start = (now // 10_800 + 1) * 10_800 + hours_in * 3_600  # 10,800 s: the first time both windows start
+        backend.clock.skip(start - 600 - now)  # the clock runs on while the fleet is provisioned; the day then
+        # moves on to its next hour: start
+        outcome = judge(run_day(SimpleNamespace(backend=backend), day, wrong.answer(day.facts)))
+    finally:
+        backend.close()
+    assert not outcome.ok and wrong.expect in outcome.diagnosis, outcome.diagnosis
+    assert '"spend within the quota" broke (peak ' in outcome.diagnosis
+
+
+OVER_QUOTA = {"spend within the quota": "peak 12,085 of 10,000 tokens in a window, the provider's quota"}
+
+
+@pytest.mark.parametrize(("mine", "theirs", "windows"), [
+    (3_600, 5_400, "1 h, the provider 10,000 per 1 h 30 min, and each new 1 h of yours grants them again inside one "
+                   "of its windows"),
+    (60, 3_600, "1 min, the provider 10,000 per 1 h, and each new 1 min of yours grants them again inside one of its "
+                "windows"),
+    (5_400, 3_600, "1 h 30 min, the provider 10,000 per 1 h, whose windows do not nest in your 1 h 30 min ones"),
+    (7_200, 3_600, "2 h, the provider 10,000 per 1 h"),
+], ids=["shorter", "a minute", "not a multiple", "a multiple"])
+def test_a_spend_over_the_providers_quota_is_told_how_the_governors_window_differs_from_the_providers(
+        mine, theirs, windows):
+    over = board(FleetConfig(quota_tokens=10_000, quota_window=mine, batch_tokens=2_000), OVER_QUOTA)
+    over = replace(over, schedule=replace(over.schedule, provider_quota=(10_000, theirs)))
+    assert judge(over).diagnosis.endswith(
+        f"your governor allows 10,000 tokens per {windows}: hold the governor to the provider's quota and window")
+
+
+def test_a_governor_allowing_more_tokens_than_the_provider_is_told_its_tokens_alone():
+    over = board(FleetConfig(), OVER_QUOTA)  # a million tokens an hour
+    over = replace(over, schedule=replace(over.schedule, provider_quota=(10_000, 5_400)))
+    assert judge(over).diagnosis.endswith(
+        "your governor allows 1,000,000 tokens per 1 h, the provider 10,000 per 1 h 30 min: hold the governor to the "
+        "provider's quota and window")

@@ -1,9 +1,11 @@
 """``07.configure``: the hidden days, the reference configuration and both catalogues.
 
 The hidden days replay from further back, hold the spend to other quotas and
-windows (one of an hour and a half, which a governor's hour does not nest in),
-and run other seeds, so a configuration copied from the public days' numbers
-does not survive them.
+windows, and run other seeds, so a configuration copied from the public days'
+numbers does not survive them. One provider window is an hour and a half: a
+governor given the provider's tokens but left on its own hour grants them again
+each hour, and on that day (seed 29) spends more than the provider's quota
+within one of its windows wherever the day's hour falls in them.
 """
 
 from __future__ import annotations
@@ -23,9 +25,9 @@ HIDDEN = (
     Day("an archive replayed two days later, a provider quota of 8,000 tokens an hour",
         DayFacts(slowest_step_seconds=1_200, replay_reach_seconds=2 * DAY, quota_tokens=8_000, quota_window=3_600,
                  budgets=BUDGETS), seed=17),
-    Day("a provider quota of 9,000 tokens per hour and a half",
-        DayFacts(slowest_step_seconds=1_200, replay_reach_seconds=2 * DAY, quota_tokens=9_000, quota_window=5_400,
-                 budgets=BUDGETS), seed=31),
+    Day("a provider quota of 10,000 tokens per hour and a half",
+        DayFacts(slowest_step_seconds=1_200, replay_reach_seconds=2 * DAY, quota_tokens=10_000, quota_window=5_400,
+                 budgets=BUDGETS), seed=29),
 )
 
 
@@ -64,6 +66,10 @@ def _visibility_over_the_slowest_step_no_heartbeat(facts: DayFacts) -> FleetConf
                    visibility_timeout=min(43_200, math.ceil(facts.slowest_step_seconds * 1.5)))
 
 
+def _governor_on_its_own_hour(facts: DayFacts) -> FleetConfig:
+    return replace(reference_configure(facts), quota_window=3_600.0)
+
+
 def _the_quota_per_minute(facts: DayFacts) -> FleetConfig:
     per_minute = max(1, int(facts.quota_tokens * 60 / facts.quota_window))
     return replace(reference_configure(facts), quota_tokens=per_minute, quota_window=60.0, headroom=0.0,
@@ -92,6 +98,8 @@ WRONG_ANSWERS = (
                 _visibility_over_the_slowest_step_no_heartbeat, "a step also waits for its tokens"),
     WrongAnswer("the provider's quota spread per minute: less than one call a window",
                 _the_quota_per_minute, "such a call is never paid"),
+    WrongAnswer("the governor at the provider's tokens over its own hour", _governor_on_its_own_hour,
+                "each new 1 h of yours grants them again inside one of its windows", public=False),
     WrongAnswer("the public days' numbers, hard-coded", lambda facts: FleetConfig(
         idempotency_window=4 * DAY, quota_tokens=6_000, quota_window=3_600, batch_tokens=1_080),
         "keep them longer than a replay reaches", public=False),

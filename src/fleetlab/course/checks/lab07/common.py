@@ -158,6 +158,16 @@ def _why_over_quota(board: Scoreboard) -> str:
         return f"{mine}; the spend went past it"
     tokens, window = quota
     theirs = f"{mine}, the provider {tokens:,} per {duration(window)}"
+    return f"{theirs}{_how_the_windows_differ(config, quota)}: hold the governor to the provider's quota and window"
+
+
+def _how_the_windows_differ(config: FleetConfig, quota: tuple[int, float]) -> str:
+    """What the governor's window does wrong against the provider's, when its tokens are not the cause already."""
+    tokens, window = quota
+    if config.quota_tokens > tokens:
+        return ""
+    if config.quota_window < window:
+        return f", and each new {duration(config.quota_window)} of yours grants them again inside one of its windows"
     if config.quota_window % window:
-        theirs += f", whose windows do not nest in your {duration(config.quota_window)} ones"
-    return f"{theirs}: hold the governor to the provider's quota and window"
+        return f", whose windows do not nest in your {duration(config.quota_window)} ones"
+    return ""
