@@ -68,6 +68,7 @@ def test_a_later_collect_marks_late_only_what_differs_from_the_deadlines_snapsho
     assert manifest.on_time["run"] == "deadline"
     saved = read_manifest(tmp_path / "final")
     assert saved.late(f"alice/{NOTEBOOK}") and not saved.late(f"%2Edot/{NOTEBOOK}")
+    assert saved.lateness() == {("alice", "01"): 1}  # collected within a day of the deadline's collect
 
 
 def test_collect_follows_no_link_a_learner_made_and_refuses_a_used_folder(homes, tmp_path):

@@ -262,6 +262,12 @@ def _lab_column(text: str) -> tuple[str, str]:
     return lab, column
 
 
+LATE_PENALTY = click.option(
+    "--late-penalty", type=float, default=0.0, metavar="SHARE",
+    help="the share of a late lab's points taken per day late, each day begun counted (default 0: none)")
+"""The facilitator's penalty for lateness, read with a collect's manifest (--collected)."""
+
+
 @gradebook_group.command(
     "adjust", help="apply, in this order, one learner's regrade (--regrade, the gradebook `fleetlab grade` wrote for "
                    "their notebooks), the late column from a collect's manifest with an optional penalty, and a "
@@ -271,26 +277,25 @@ def _lab_column(text: str) -> tuple[str, str]:
 @click.option("--out", type=PATH, required=True, help="the adjusted gradebook CSV to write")
 @click.option("--regrade", "regrades", type=PATH, multiple=True, metavar="REGRADE.csv",
               help="a gradebook of one learner's regraded notebooks: it replaces their cells of the labs it graded")
-@click.option("--manifest", type=PATH, default=None, metavar="MANIFEST.csv",
-              help="a collect's manifest: its late_days column fills the late column "
-                   "(fleetlab_instructor.grading.manifest says the format)")
-@click.option("--late-penalty", type=float, default=0.0, metavar="SHARE",
-              help="the share of a late lab's points taken per day late, each day begun counted (default 0: none)")
+@click.option("--collected", type=PATH, default=None, metavar="FOLDER",
+              help="the folder of the collect the gradebook graded (`fleetlab collect --on-time`): its manifest "
+                   "says which labs came in late and by how many days (fleetlab_instructor.collect.manifest)")
+@LATE_PENALTY
 @click.option("--overrides", type=PATH, default=None, metavar="OVERRIDES.csv",
               help="learner,check,points,reason: the points a facilitator decided, applied last")
-def adjust(grades: Path, out: Path, regrades: tuple[Path, ...], manifest: Path | None, late_penalty: float,
+def adjust(grades: Path, out: Path, regrades: tuple[Path, ...], collected: Path | None, late_penalty: float,
            overrides: Path | None) -> int:
     from fleetlab.core.files import write_atomically
     from fleetlab_instructor.grading import adjust as adjusting
     from fleetlab_instructor.grading import gradebook
-    from fleetlab_instructor.grading.manifest import read_lateness
+    from fleetlab_instructor.collect.manifest import read_manifest
 
-    if late_penalty and manifest is None:
-        raise InvalidInput("--late-penalty", "needs --manifest: lateness is read from a collect's manifest",
-                           hint="pass the manifest.csv that `fleetlab collect` wrote")
+    if late_penalty and collected is None:
+        raise InvalidInput("--late-penalty", "needs --collected: lateness is read from a collect's manifest",
+                           hint="name the --out folder of the collect made after the deadline with --on-time")
     book, applied = adjusting.adjust(
         gradebook.read_csv(grades), regrades=[gradebook.read_csv(path) for path in regrades],
-        late=None if manifest is None else read_lateness(manifest), penalty=late_penalty,
+        late=None if collected is None else read_manifest(collected).lateness(), penalty=late_penalty,
         overrides=[] if overrides is None else adjusting.read_overrides(overrides))
     gradebook.write_csv(book, out)
     reasons = out.with_name(out.stem + ".reasons.csv")
@@ -334,23 +339,40 @@ HIDDEN_VISIBILITY = click.option(
 
 
 @gradebook_group.command(
-    "gradescope", help="write Gradescope's results.json for the one learner a shard file holds "
-                       "(`fleetlab grade --run RUN` of one submission): a test per case, hidden cases by what they "
-                       "point to, never their inputs")
-@click.argument("shard", type=PATH, metavar="RUN.shard-1-of-1.json",
-                help="the shard file `fleetlab grade --run RUN` wrote for the submission")
+    "gradescope", help="write Gradescope's results.json for one learner of a shard file (`fleetlab grade --run RUN`): "
+                       "a test per case, hidden cases by what they point to, never their inputs; with --collected, "
+                       "the learner's late labs said and their penalty taken")
+@click.argument("shard", type=PATH, metavar="RUN.shard-I-of-N.json",
+                help="the shard file `fleetlab grade --run RUN` wrote")
+@click.option("--learner", default=None, metavar="NAME",
+              help="the learner whose results to write (needed when the shard holds more than one)")
+@click.option("--collected", type=PATH, default=None, metavar="FOLDER",
+              help="the collect the shard graded: its manifest says which labs came in late")
+@LATE_PENALTY
 @click.option("--out", type=PATH, default=Path("/autograder/results/results.json"),
               help="where to write it (default Gradescope's /autograder/results/results.json)")
 @HIDDEN_VISIBILITY
-def gradescope(shard: Path, out: Path, hidden: str) -> int:
+def gradescope(shard: Path, learner: str | None, collected: Path | None, late_penalty: float, out: Path,
+               hidden: str) -> int:
     import json
 
     from fleetlab.core.files import write_atomically
+    from fleetlab_instructor.collect.manifest import read_manifest
+    from fleetlab_instructor.grading import adjust as adjusting
     from fleetlab_instructor.grading import gradebook
     from fleetlab_instructor.grading.exports import results_json
 
+    if late_penalty and collected is None:
+        raise InvalidInput("--late-penalty", "needs --collected: lateness is read from a collect's manifest",
+                           hint="name the --out folder of the collect made after the deadline with --on-time")
     part = gradebook.read_shard(shard)
-    results = results_json(part.graded, part.book, hidden_visibility=hidden)
+    graded = part.graded if learner is None else [(sub, row) for sub, row in part.graded if sub.learner == learner]
+    if not graded:
+        raise InvalidInput("--learner", f"{learner!r} has no notebook in {str(shard)!r}",
+                           hint=f"one of: {', '.join(sorted({sub.learner for sub, _ in part.graded}))}")
+    book, _ = adjusting.adjust(part.book, late=None if collected is None else read_manifest(collected).lateness(),
+                               penalty=late_penalty)
+    results = results_json(graded, book, hidden_visibility=hidden)
     write_atomically(out, json.dumps(results, indent=1))
     stdout_console().print(f"wrote {out}: score {results['score']:g}, {len(results['tests'])} tests",
                            highlight=False, soft_wrap=True, markup=False)

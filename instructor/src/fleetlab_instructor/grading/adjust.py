@@ -4,7 +4,7 @@
 
 1. a regrade gradebook (``fleetlab grade`` of one learner's notebooks) replaces
    that learner's cells for every lab it graded;
-2. a collect's manifest (``manifest.read_lateness``) fills the ``late`` column,
+2. a collect's manifest (``collect.manifest``'s ``Manifest.lateness``) fills the ``late`` column,
    and with a penalty (a share of the points per day late, each day begun
    counted whole) a late lab's checks lose that share, down to 0;
 3. the overrides file sets a cell to the points a facilitator decided, after

@@ -23,6 +23,9 @@ gradebook's, which Gradescope takes over the tests' sum), ``output``, and
 hidden case says only what the feedback file says of it (never its inputs),
 with the visibility the course chooses (``after_due_date`` or ``hidden``).
 An all-or-nothing check's cases are worth 0 each, its points in one more test.
+A gradebook with a ``late`` column (``adjust`` with a collect's manifest) says
+the learner's late labs in ``output`` (``late: 01: 1 d``), its ``score`` the
+points after any penalty.
 ``write_autograder`` writes the autograder archive around it (``setup.sh``,
 ``run_autograder`` and the course's source).
 """
@@ -42,7 +45,7 @@ from fleetlab.course.grading import registry
 from fleetlab.course.grading.display import format_points
 from fleetlab_instructor.grading.feedback import NOT_GRADED, case_line, not_attempted
 from fleetlab_instructor.grading.grade import GradeRow
-from fleetlab_instructor.grading.gradebook import Gradebook
+from fleetlab_instructor.grading.gradebook import Gradebook, late_cell
 from fleetlab_instructor.grading.submissions import Submission, csv_cell
 
 CANVAS_ID_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
@@ -148,11 +151,13 @@ def results_json(graded: Sequence[tuple[Submission, GradeRow]], book: Gradebook,
     learners = sorted({sub.learner for sub, _ in graded})
     if len(learners) != 1:
         raise InvalidInput("SHARD", f"holds {len(learners)} learners ({', '.join(map(repr, learners))}); a "
-                           "Gradescope submission is one learner's", hint="grade one submission per run")
+                           "Gradescope submission is one learner's",
+                           hint="name one with --learner, or grade one submission per run")
     (learner,) = learners
     scores = book.rows.get(learner, {})
     tests: list[dict[str, Any]] = []
-    output = []
+    late = (book.late or {}).get(learner)
+    output = [f"late: {late_cell(late)}"] if late else []
     for sub, row in graded:
         if row.error:
             output.append(f"{sub.path.name}: problems while grading: {row.error}")
@@ -160,7 +165,7 @@ def results_json(graded: Sequence[tuple[Submission, GradeRow]], book: Gradebook,
             if check_id.split(".", 1)[0] == sub.lab:
                 tests += _check_tests(check_id, most, scores.get(check_id) or 0.0, row, hidden_visibility)
     return {"score": float(format_points(sum(p for p in scores.values() if p is not None))),
-            "output": "\n".join(output) or "Graded by fleetlab: each case of each check below.",
+            "output": "\n".join(output or ["Graded by fleetlab: each case of each check below."]),
             "visibility": "visible", "stdout_visibility": "hidden", "tests": tests}
 
 
