@@ -18,8 +18,8 @@ from pathlib import Path
 import kubernetes_validate
 import pytest
 import yaml
-from fleetlab_instructor.grading.gradebook import shard_path
-from fleetlab_instructor.grading.submissions import Shard
+from fleetlab_instructor.report.gradebook import shard_path
+from fleetlab_instructor.grade.submissions import Shard
 
 from fleetlab.cli import build_cli
 

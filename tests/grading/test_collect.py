@@ -19,7 +19,7 @@ from fleetlab.core.errors import BackendUnavailable, ConfigError, InvalidInput
 from fleetlab_instructor.collect.exchange import collect, hand_out, return_feedback
 from fleetlab_instructor.collect.manifest import MANIFEST, read_manifest
 from fleetlab_instructor.collect.room import HomeFolders, Hub, choose
-from fleetlab_instructor.grading.submissions import take_in
+from fleetlab_instructor.grade.submissions import take_in
 
 NOTEBOOK = "01_at_least_once.ipynb"
 LEARNERS = ("alice", "h.o@example.org", ".dot")

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from fleetlab_instructor.checks import full_check
 from fleetlab_instructor.collect.manifest import Collected, Manifest, read_manifest, write_manifest
-from fleetlab_instructor.grading import adjust, exports, gradebook
-from fleetlab_instructor.grading.grade import CaseReport, CheckReport, GradeRow
-from fleetlab_instructor.grading.submissions import Submission
+from fleetlab_instructor.report import adjust, exports, gradebook
+from fleetlab_instructor.grade.grade import CaseReport, CheckReport, GradeRow
+from fleetlab_instructor.grade.submissions import Submission
 
 from fleetlab.cli import main
 from fleetlab.core.errors import InvalidInput

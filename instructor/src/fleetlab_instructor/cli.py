@@ -24,8 +24,8 @@ from fleetlab.core.errors import InvalidInput
 from fleetlab.course.grading.registry import known_labs
 from fleetlab_instructor.bench.suite import DEFAULT_BACKENDS, DEFAULT_OUT, MEASUREMENTS
 from fleetlab_instructor.bench.suite import run as run_suite
-from fleetlab_instructor.grading.grade import DEFAULT_WORKERS
-from fleetlab_instructor.grading.submissions import ALL, Shard, parse_run, parse_shard, printable
+from fleetlab_instructor.grade.grade import DEFAULT_WORKERS
+from fleetlab_instructor.grade.submissions import ALL, Shard, parse_run, parse_shard, printable
 
 PATH = click.Path(path_type=Path)
 
@@ -79,8 +79,8 @@ run RUN into the gradebook an unsharded run writes.
 @click.option("--out", type=PATH, default=Path("labs"), help="where the student notebooks go")
 @click.option("--check", is_flag=True, help="write nothing; exit 1 naming student notebooks that are stale")
 def assign(solutions: Path, out: Path, check: bool) -> int:
-    from fleetlab_instructor.grading.assign import assign as write_student_notebooks
-    from fleetlab_instructor.grading.assign import stale
+    from fleetlab_instructor.handout.assign import assign as write_student_notebooks
+    from fleetlab_instructor.handout.assign import stale
 
     console = stdout_console()
     if check:
@@ -108,7 +108,7 @@ def assign(solutions: Path, out: Path, check: bool) -> int:
 @click.option("--course", type=PATH, default=Path("."), help="the course's root (default: the current folder)")
 @click.option("--force", is_flag=True, help="replace what OUT holds (a .git in it is kept)")
 def release(out: Path, course: Path, force: bool) -> int:
-    from fleetlab_instructor.grading.release import write_release
+    from fleetlab_instructor.handout.release import write_release
 
     written = write_release(course, out, force=force)
     size = f"{written.size / 1024:,.0f} KiB" if written.size < 1024 * 1024 else f"{written.size / 1024 ** 2:.1f} MiB"
@@ -152,11 +152,11 @@ UNSEALED_WARNING = ("warning: grading unsandboxed. Learners' code runs as the gr
 def grade(paths: tuple[Path, ...], out: Path, feedback: Path | None, report: Path | None, shard: Shard,
           cell_timeout: float, notebook_timeout: float, grading_timeout: float, workers: int, unsandboxed: bool,
           run: str | None, restart: bool) -> int:
-    from fleetlab_instructor.grading import gradebook
-    from fleetlab_instructor.grading.feedback import write_feedback
-    from fleetlab_instructor.grading.grade import GradeRow, Limits, grade_notebooks
-    from fleetlab_instructor.grading.journal import Journal, journal_of, sha256_of
-    from fleetlab_instructor.grading.submissions import (Submission, Unreadable, read_notebook,
+    from fleetlab_instructor.report import gradebook
+    from fleetlab_instructor.report.feedback import write_feedback
+    from fleetlab_instructor.grade.grade import GradeRow, Limits, grade_notebooks
+    from fleetlab_instructor.grade.journal import Journal, journal_of, sha256_of
+    from fleetlab_instructor.grade.submissions import (Submission, Unreadable, read_notebook,
                                                          shard_of, take_in)
 
     if shard != ALL and run is None:
@@ -206,7 +206,7 @@ def grade(paths: tuple[Path, ...], out: Path, feedback: Path | None, report: Pat
     shard_file = None if run is None else gradebook.write_shard(
         gradebook.ShardFile(run, shard, book, list(zip(submissions, ordered, strict=True)), notes), out.parent)
     if report is not None:
-        from fleetlab_instructor.grading.room import room_summary, write_room_report
+        from fleetlab_instructor.report.room import room_summary, write_room_report
 
         write_room_report(room_summary(book, submissions, ordered), report, notes=notes)
     console.print(gradebook.summary_table(ordered, book.maxima))
@@ -240,12 +240,12 @@ def gradebook_group() -> None:
 @click.option("--out", type=PATH, required=True, help="the merged gradebook CSV to write")
 @click.option("--report", type=PATH, default=None, metavar="ROOM.html", help="also write the whole run's room report")
 def merge(shards: tuple[Path, ...], out: Path, report: Path | None) -> int:
-    from fleetlab_instructor.grading import gradebook
+    from fleetlab_instructor.report import gradebook
 
     whole = gradebook.merge_shards({path: gradebook.read_shard(path) for path in dict.fromkeys(shards)})
     gradebook.write_csv(whole.book, out)
     if report is not None:
-        from fleetlab_instructor.grading.room import room_summary, write_room_report
+        from fleetlab_instructor.report.room import room_summary, write_room_report
 
         submissions, rows = [sub for sub, _ in whole.graded], [row for _, row in whole.graded]
         write_room_report(room_summary(whole.book, submissions, rows), report, notes=whole.notes)
@@ -286,8 +286,8 @@ LATE_PENALTY = click.option(
 def adjust(grades: Path, out: Path, regrades: tuple[Path, ...], collected: Path | None, late_penalty: float,
            overrides: Path | None) -> int:
     from fleetlab.core.files import write_atomically
-    from fleetlab_instructor.grading import adjust as adjusting
-    from fleetlab_instructor.grading import gradebook
+    from fleetlab_instructor.report import adjust as adjusting
+    from fleetlab_instructor.report import gradebook
     from fleetlab_instructor.collect.manifest import read_manifest
 
     if late_penalty and collected is None:
@@ -321,8 +321,8 @@ def adjust(grades: Path, out: Path, regrades: tuple[Path, ...], collected: Path 
               help="the roster's column for a lab when its name does not say 'Lab NN'")
 def canvas(grades: Path, roster: Path, out: Path, columns: tuple[tuple[str, str], ...]) -> int:
     from fleetlab.core.files import write_atomically
-    from fleetlab_instructor.grading import gradebook
-    from fleetlab_instructor.grading.exports import canvas_import, read_roster
+    from fleetlab_instructor.report import gradebook
+    from fleetlab_instructor.report.exports import canvas_import, read_roster
 
     book = gradebook.read_csv(grades)
     header, students = read_roster(roster)
@@ -358,9 +358,9 @@ def gradescope(shard: Path, learner: str | None, collected: Path | None, late_pe
 
     from fleetlab.core.files import write_atomically
     from fleetlab_instructor.collect.manifest import read_manifest
-    from fleetlab_instructor.grading import adjust as adjusting
-    from fleetlab_instructor.grading import gradebook
-    from fleetlab_instructor.grading.exports import results_json
+    from fleetlab_instructor.report import adjust as adjusting
+    from fleetlab_instructor.report import gradebook
+    from fleetlab_instructor.report.exports import results_json
 
     if late_penalty and collected is None:
         raise InvalidInput("--late-penalty", "needs --collected: lateness is read from a collect's manifest",
@@ -389,7 +389,7 @@ def gradescope(shard: Path, learner: str | None, collected: Path | None, late_pe
 @click.option("--course", type=PATH, default=Path("."), help="the course's root (default: the current folder)")
 @HIDDEN_VISIBILITY
 def autograder(out: Path, lab: str, course: Path, hidden: str) -> int:
-    from fleetlab_instructor.grading.exports import write_autograder
+    from fleetlab_instructor.report.exports import write_autograder
 
     files = write_autograder(course, out, lab=lab, hidden_visibility=hidden)
     stdout_console().print(f"wrote {out}: {files} files, lab {lab}", highlight=False, soft_wrap=True, markup=False)

@@ -20,7 +20,7 @@ from fleetlab.core.errors import BackendUnavailable, InvalidInput
 from fleetlab_instructor.collect.manifest import (TIME_FORMAT, Collected, LeftOut, Manifest, read_manifest,
                                                   write_manifest)
 from fleetlab_instructor.collect.room import Room
-from fleetlab_instructor.grading.submissions import lab_of, learner_file_name
+from fleetlab_instructor.grade.submissions import lab_of, learner_file_name
 
 T = TypeVar("T")
 

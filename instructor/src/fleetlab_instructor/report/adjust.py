@@ -32,8 +32,8 @@ from pathlib import Path
 
 from fleetlab.core.errors import InvalidInput
 from fleetlab.course.grading.display import format_points
-from fleetlab_instructor.grading.gradebook import Gradebook
-from fleetlab_instructor.grading.submissions import csv_cell
+from fleetlab_instructor.report.gradebook import Gradebook
+from fleetlab_instructor.grade.submissions import csv_cell
 
 OVERRIDE_COLUMNS = ("learner", "check", "points", "reason")
 _HINT = "an overrides file is a CSV with the header learner,check,points,reason and one decision per row"

@@ -43,10 +43,10 @@ from typing import Any
 from fleetlab.core.errors import InvalidInput
 from fleetlab.course.grading import registry
 from fleetlab.course.grading.display import format_points
-from fleetlab_instructor.grading.feedback import NOT_GRADED, case_line, not_attempted
-from fleetlab_instructor.grading.grade import GradeRow
-from fleetlab_instructor.grading.gradebook import Gradebook, late_cell
-from fleetlab_instructor.grading.submissions import Submission, csv_cell
+from fleetlab_instructor.report.feedback import NOT_GRADED, case_line, not_attempted
+from fleetlab_instructor.grade.grade import GradeRow
+from fleetlab_instructor.report.gradebook import Gradebook, late_cell
+from fleetlab_instructor.grade.submissions import Submission, csv_cell
 
 CANVAS_ID_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 CANVAS_MAXIMA = "Points Possible"

@@ -53,11 +53,11 @@ from fleetlab.course.grading.registry import Check
 from fleetlab.course.grading.results import CaseResult, CheckStatus, conclude
 from fleetlab.course.judge import sandbox
 from fleetlab_instructor.checks import full_check, full_checks
-from fleetlab_instructor.grading.cells import cell_name
-from fleetlab_instructor.grading.demos import cells_to_skip
-from fleetlab_instructor.grading.judging import JudgeServer, Verdicts, judge_answers
-from fleetlab_instructor.grading.environment import kernel_env, measure_graded_backend, share_fidelity_tables
-from fleetlab_instructor.grading.submissions import Unreadable, lab_of, read_notebook
+from fleetlab_instructor.grade.cells import cell_name
+from fleetlab_instructor.handout.demos import cells_to_skip
+from fleetlab_instructor.grade.judging import JudgeServer, Verdicts, judge_answers
+from fleetlab_instructor.grade.environment import kernel_env, measure_graded_backend, share_fidelity_tables
+from fleetlab_instructor.grade.submissions import Unreadable, lab_of, read_notebook
 
 CHECK_CALL = re.compile(r"""\bcheck\(\s*["'](\d\d\.[a-z0-9][a-z0-9_-]*)["']""")
 SCORED = (CheckStatus.PASS, CheckStatus.FAIL)  # a fail keeps the points of the cases it passed

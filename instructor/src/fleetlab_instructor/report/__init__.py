@@ -1,0 +1,4 @@
+"""Report: what grading found, for each reader. ``gradebook`` (the CSV, the terminal table, shard files),
+``feedback`` (a file per learner), ``room`` (the facilitator's room report), ``adjust`` (a regrade,
+lateness, overrides), ``exports`` (Canvas's import, Gradescope's results.json and autograder).
+"""
