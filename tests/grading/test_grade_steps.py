@@ -84,7 +84,7 @@ def visibility(*statuses, status="pass"):
 
 
 def test_the_steps_are_named_and_in_order():
-    assert [name for name, _ in STEPS] == ["prepare", "execute", "hand in", "judge", "report"]
+    assert [name for name, _ in STEPS] == ["prepare", "execute", "hand in", "release the kernel", "judge", "report"]
 
 
 def test_prepare_clears_outputs_and_takes_each_checks_maximum_from_the_graders_registry(fixture_lab, tmp_path):
@@ -204,7 +204,7 @@ def judged(tmp_path, verdicts):
     return scored
 
 
-def test_judge_stops_the_kernel_first_and_hands_the_judge_every_graded_check(fixture_lab, tmp_path):
+def test_the_kernel_is_released_before_the_judge_gets_every_graded_check(fixture_lab, tmp_path):
     scored = judged(tmp_path, {})
     assert scored.made[0].stopped
     assert scored.judged == [(["99.dedupe", "99.visibility"], b'{"answers": {}}', 7)]
