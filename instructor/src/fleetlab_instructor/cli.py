@@ -24,7 +24,7 @@ from fleetlab.core.errors import InvalidInput
 from fleetlab.course.grading.registry import known_labs
 from fleetlab_instructor.bench.suite import DEFAULT_BACKENDS, DEFAULT_OUT, MEASUREMENTS
 from fleetlab_instructor.bench.suite import run as run_suite
-from fleetlab_instructor.grade.grade import DEFAULT_WORKERS
+from fleetlab_instructor.grade.grade import DEFAULT_WORKERS, Limits
 from fleetlab_instructor.grade.submissions import ALL, Shard, parse_run, parse_shard, printable
 
 PATH = click.Path(path_type=Path)
@@ -152,12 +152,9 @@ UNSEALED_WARNING = ("warning: grading unsandboxed. Learners' code runs as the gr
 def grade(paths: tuple[Path, ...], out: Path, feedback: Path | None, report: Path | None, shard: Shard,
           cell_timeout: float, notebook_timeout: float, grading_timeout: float, workers: int, unsandboxed: bool,
           run: str | None, restart: bool) -> int:
-    from fleetlab_instructor.report import gradebook
-    from fleetlab_instructor.report.feedback import write_feedback
-    from fleetlab_instructor.grade.grade import GradeRow, Limits, grade_notebooks
-    from fleetlab_instructor.grade.journal import Journal, journal_of, sha256_of
-    from fleetlab_instructor.grade.submissions import (Submission, Unreadable, read_notebook,
-                                                         shard_of, take_in)
+    from fleetlab_instructor.grade.batch import grade_batch
+    from fleetlab_instructor.report.gradebook import summary_table
+    from fleetlab_instructor.report.publish import publish
 
     if shard != ALL and run is None:
         raise InvalidInput("--run", f"is missing: --shard {shard} needs the run's id",
@@ -165,61 +162,41 @@ def grade(paths: tuple[Path, ...], out: Path, feedback: Path | None, report: Pat
     feedback = feedback if feedback is not None else out.parent / "feedback"
     if unsandboxed:
         Console(stderr=True).print(UNSEALED_WARNING, style="yellow", highlight=False, soft_wrap=True)
-    intake = take_in(paths)
-    submissions = shard_of(intake.submissions, shard)
-    journal = Journal(journal_of(out), restart=restart)
     console = stdout_console()
-    rows: dict[Submission, GradeRow] = {}
-    kept_rows = 0
-    pending: dict[str, tuple[Submission, str]] = {}  # notebook path -> (submission, sha256)
-    for sub in submissions:
-        text = read_notebook(sub.path)
-        if isinstance(text, Unreadable):
-            rows[sub] = GradeRow(str(sub.path), {}, {}, str(text))
-        elif (kept := journal.finished(sub, sha256 := sha256_of(text))) is not None:
-            rows[sub], kept_rows = kept, kept_rows + 1
-            console.print(f"kept: {printable(str(sub.path))}: graded before and unchanged since (same sha256), its "
-                          f"row taken from {journal.folder} (--restart grades it again)", markup=False,
-                          highlight=False, soft_wrap=True)
-        else:
-            pending[str(sub.path)] = (sub, sha256)
-    limits = Limits(cell=cell_timeout, notebook=notebook_timeout, grading=grading_timeout)
-    started = time.monotonic()
-    columns = (TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=Console(stderr=True)) as bar:
-        task = bar.add_task("grading", total=len(pending))
 
-        def finished(row: GradeRow) -> None:
-            journal.record(*pending[row.notebook], row)
-            bar.advance(task)
+    def kept(sub: Any, journal: Path) -> None:
+        console.print(f"kept: {printable(str(sub.path))}: graded before and unchanged since (same sha256), its row "
+                      f"taken from {journal} (--restart grades it again)", markup=False, highlight=False,
+                      soft_wrap=True)
 
-        graded = grade_notebooks([sub.path for sub, _ in pending.values()], limits=limits, workers=workers,
-                                 grader_env=dict(os.environ), on_graded=finished,
-                                 sealed=not unsandboxed) if pending else []
-    seconds = time.monotonic() - started
-    rows.update(zip((sub for sub, _ in pending.values()), graded, strict=True))
-    ordered = [rows[sub] for sub in submissions]
-    notes = [str(note) for note in intake.notes]
-    book = gradebook.build(submissions, ordered)
-    gradebook.write_csv(book, out)
-    write_feedback(book, submissions, ordered, feedback)
-    shard_file = None if run is None else gradebook.write_shard(
-        gradebook.ShardFile(run, shard, book, list(zip(submissions, ordered, strict=True)), notes), out.parent)
-    if report is not None:
-        from fleetlab_instructor.report.room import room_summary, write_room_report
+    bar = Progress(TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   console=Console(stderr=True))
+    task = bar.add_task("grading", total=0)
 
-        write_room_report(room_summary(book, submissions, ordered), report, notes=notes)
-    console.print(gradebook.summary_table(ordered, book.maxima))
-    for note in notes:
+    def started(pending: int) -> None:
+        bar.update(task, total=pending)
+        bar.start()
+
+    try:
+        batch = grade_batch(paths, out=out, grader_env=dict(os.environ), shard=shard,
+                            limits=Limits(cell=cell_timeout, notebook=notebook_timeout, grading=grading_timeout),
+                            workers=workers, sealed=not unsandboxed, restart=restart, on_kept=kept,
+                            on_start=started, on_graded=lambda row: bar.advance(task))
+    finally:
+        bar.stop()
+    written = publish(batch, out=out, feedback=feedback, room_report=report, run=run, shard=shard)
+    console.print(summary_table(batch.rows, written.book.maxima))
+    for note in batch.notes:
         console.print(f"not graded as found: {note}", markup=False, highlight=False, soft_wrap=True)
-    rate = len(graded) / seconds * 60 if seconds else 0.0
-    learners = f"{len(book.rows)} learner{'' if len(book.rows) == 1 else 's'}"
+    rate = batch.graded / batch.seconds * 60 if batch.seconds else 0.0
+    learners = f"{len(written.book.rows)} learner{'' if len(written.book.rows) == 1 else 's'}"
     share = "" if shard == ALL else f" (shard {shard}: {learners})"
-    summary = (f"graded {len(graded)} notebooks{share} in {seconds:.1f} s ({rate:.1f}/min)"
-               + (f", kept {kept_rows} from the journal" if kept_rows else "")
+    notes = batch.notes
+    summary = (f"graded {batch.graded} notebooks{share} in {batch.seconds:.1f} s ({rate:.1f}/min)"
+               + (f", kept {batch.kept} from the journal" if batch.kept else "")
                + (f"; {len(notes)} files not graded as found (above)" if notes else "")
                + f"; gradebook: {out}; feedback: {feedback}" + (f"; room report: {report}" if report else "")
-               + (f"; shard file: {shard_file}" if shard_file else ""))
+               + (f"; shard file: {written.shard_file}" if written.shard_file else ""))
     console.print(summary, markup=False, highlight=False, soft_wrap=True)
     return 0
 
@@ -240,15 +217,9 @@ def gradebook_group() -> None:
 @click.option("--out", type=PATH, required=True, help="the merged gradebook CSV to write")
 @click.option("--report", type=PATH, default=None, metavar="ROOM.html", help="also write the whole run's room report")
 def merge(shards: tuple[Path, ...], out: Path, report: Path | None) -> int:
-    from fleetlab_instructor.report import gradebook
+    from fleetlab_instructor.report.publish import publish_merged
 
-    whole = gradebook.merge_shards({path: gradebook.read_shard(path) for path in dict.fromkeys(shards)})
-    gradebook.write_csv(whole.book, out)
-    if report is not None:
-        from fleetlab_instructor.report.room import room_summary, write_room_report
-
-        submissions, rows = [sub for sub, _ in whole.graded], [row for _, row in whole.graded]
-        write_room_report(room_summary(whole.book, submissions, rows), report, notes=whole.notes)
+    whole = publish_merged(list(shards), out=out, room_report=report)
     summary = (f"merged run {whole.run!r}, {len(dict.fromkeys(shards))} shards: {len(whole.book.rows)} learners, "
                f"{len(whole.book.maxima)} checks; {out}" + (f"; room report: {report}" if report else ""))
     stdout_console().print(summary, highlight=False, soft_wrap=True)
@@ -285,22 +256,11 @@ LATE_PENALTY = click.option(
               help="learner,check,points,reason: the points a facilitator decided, applied last")
 def adjust(grades: Path, out: Path, regrades: tuple[Path, ...], collected: Path | None, late_penalty: float,
            overrides: Path | None) -> int:
-    from fleetlab.core.files import write_atomically
-    from fleetlab_instructor.report import adjust as adjusting
-    from fleetlab_instructor.report import gradebook
-    from fleetlab_instructor.collect.manifest import read_manifest
+    from fleetlab_instructor.report.adjust import adjust_gradebook
 
-    if late_penalty and collected is None:
-        raise InvalidInput("--late-penalty", "needs --collected: lateness is read from a collect's manifest",
-                           hint="name the --out folder of the collect made after the deadline with --on-time")
-    book, applied = adjusting.adjust(
-        gradebook.read_csv(grades), regrades=[gradebook.read_csv(path) for path in regrades],
-        late=None if collected is None else read_manifest(collected).lateness(), penalty=late_penalty,
-        overrides=[] if overrides is None else adjusting.read_overrides(overrides))
-    gradebook.write_csv(book, out)
-    reasons = out.with_name(out.stem + ".reasons.csv")
-    if applied:
-        write_atomically(reasons, adjusting.reasons_csv(applied))
+    adjusted = adjust_gradebook(grades, out=out, regrades=regrades, collected=collected, penalty=late_penalty,
+                                overrides=overrides)
+    book, applied, reasons = adjusted.book, adjusted.applied, adjusted.reasons
     late = sum(len(labs) for labs in (book.late or {}).values())
     stdout_console().print(f"adjusted {grades}: {len(regrades)} regrade(s), {late} late lab(s), {len(applied)} "
                            f"override(s); {out}" + (f"; reasons: {reasons}" if applied else ""),
@@ -320,13 +280,9 @@ def adjust(grades: Path, out: Path, regrades: tuple[Path, ...], collected: Path 
 @click.option("--column", "columns", type=Parsed("LAB=HEADER", _lab_column), multiple=True, metavar="LAB=HEADER",
               help="the roster's column for a lab when its name does not say 'Lab NN'")
 def canvas(grades: Path, roster: Path, out: Path, columns: tuple[tuple[str, str], ...]) -> int:
-    from fleetlab.core.files import write_atomically
-    from fleetlab_instructor.report import gradebook
-    from fleetlab_instructor.report.exports import canvas_import, read_roster
+    from fleetlab_instructor.report.exports import write_canvas
 
-    book = gradebook.read_csv(grades)
-    header, students = read_roster(roster)
-    write_atomically(out, canvas_import(book, header, students, dict(columns)))
+    book = write_canvas(grades, roster=roster, out=out, columns=dict(columns))
     stdout_console().print(f"wrote the Canvas import of {len(book.rows)} learners to {out}: import it in Canvas's "
                            "Grades > Import", highlight=False, soft_wrap=True, markup=False)
     return 0
@@ -354,26 +310,10 @@ HIDDEN_VISIBILITY = click.option(
 @HIDDEN_VISIBILITY
 def gradescope(shard: Path, learner: str | None, collected: Path | None, late_penalty: float, out: Path,
                hidden: str) -> int:
-    import json
+    from fleetlab_instructor.report.exports import write_results
 
-    from fleetlab.core.files import write_atomically
-    from fleetlab_instructor.collect.manifest import read_manifest
-    from fleetlab_instructor.report import adjust as adjusting
-    from fleetlab_instructor.report import gradebook
-    from fleetlab_instructor.report.exports import results_json
-
-    if late_penalty and collected is None:
-        raise InvalidInput("--late-penalty", "needs --collected: lateness is read from a collect's manifest",
-                           hint="name the --out folder of the collect made after the deadline with --on-time")
-    part = gradebook.read_shard(shard)
-    graded = part.graded if learner is None else [(sub, row) for sub, row in part.graded if sub.learner == learner]
-    if not graded:
-        raise InvalidInput("--learner", f"{learner!r} has no notebook in {str(shard)!r}",
-                           hint=f"one of: {', '.join(sorted({sub.learner for sub, _ in part.graded}))}")
-    book, _ = adjusting.adjust(part.book, late=None if collected is None else read_manifest(collected).lateness(),
-                               penalty=late_penalty)
-    results = results_json(graded, book, hidden_visibility=hidden)
-    write_atomically(out, json.dumps(results, indent=1))
+    results = write_results(shard, out=out, learner=learner, collected=collected, penalty=late_penalty,
+                            hidden_visibility=hidden)
     stdout_console().print(f"wrote {out}: score {results['score']:g}, {len(results['tests'])} tests",
                            highlight=False, soft_wrap=True, markup=False)
     return 0

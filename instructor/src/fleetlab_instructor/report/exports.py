@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import re
 import zipfile
 from collections.abc import Mapping, Sequence
@@ -41,10 +42,13 @@ from pathlib import Path
 from typing import Any
 
 from fleetlab.core.errors import InvalidInput
+from fleetlab.core.files import write_atomically
 from fleetlab.course.grading import registry
 from fleetlab.course.grading.display import format_points
 from fleetlab_instructor.report.feedback import NOT_GRADED, case_line, not_attempted
 from fleetlab_instructor.grade.grade import GradeRow
+from fleetlab_instructor.report import gradebook
+from fleetlab_instructor.report.adjust import adjust, lateness
 from fleetlab_instructor.report.gradebook import Gradebook, late_cell
 from fleetlab_instructor.grade.submissions import Submission, csv_cell
 
@@ -52,6 +56,31 @@ CANVAS_ID_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 CANVAS_MAXIMA = "Points Possible"
 ASSIGNMENT_HEADER = re.compile(r"^(?P<name>.*\S)\s*\((?P<id>\d+)\)$")
 _ROSTER_HINT = "pass the CSV that Canvas's Grades > Export wrote, with an assignment column per lab"
+
+
+def write_canvas(grades: Path, *, roster: Path, out: Path, columns: Mapping[str, str]) -> Gradebook:
+    """The report stage's entry for ``fleetlab gradebook canvas``: the gradebook at ``grades`` written to ``out`` as
+    the Canvas import for the roster at ``roster`` (``canvas_import``); the gradebook."""
+    book = gradebook.read_csv(grades)
+    header, students = read_roster(roster)
+    write_atomically(out, canvas_import(book, header, students, columns))
+    return book
+
+
+def write_results(shard: Path, *, out: Path, learner: str | None = None, collected: Path | None = None,
+                  penalty: float = 0.0, hidden_visibility: str = "after_due_date") -> dict[str, Any]:
+    """The report stage's entry for ``fleetlab gradebook gradescope``: ``learner``'s results.json (``results_json``)
+    from the shard file at ``shard``, with the lateness the collect in ``collected`` says and ``penalty`` taken,
+    written to ``out``; the results. ``learner`` may be None when the shard holds one learner only."""
+    part = gradebook.read_shard(shard)
+    graded = part.graded if learner is None else [(sub, row) for sub, row in part.graded if sub.learner == learner]
+    if not graded:
+        raise InvalidInput("--learner", f"{learner!r} has no notebook in {str(shard)!r}",
+                           hint=f"one of: {', '.join(sorted({sub.learner for sub, _ in part.graded}))}")
+    book, _ = adjust(part.book, late=lateness(collected, penalty), penalty=penalty)
+    results = results_json(graded, book, hidden_visibility=hidden_visibility)
+    write_atomically(out, json.dumps(results, indent=1))
+    return results
 
 
 def read_roster(path: Path) -> tuple[list[str], list[dict[str, str]]]:
