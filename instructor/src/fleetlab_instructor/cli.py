@@ -25,7 +25,7 @@ from fleetlab.course.grading.registry import known_labs
 from fleetlab_instructor.bench.suite import DEFAULT_BACKENDS, DEFAULT_OUT, MEASUREMENTS
 from fleetlab_instructor.bench.suite import run as run_suite
 from fleetlab_instructor.grade.grade import DEFAULT_WORKERS, Limits
-from fleetlab_instructor.grade.submissions import ALL, Shard, parse_run, parse_shard, printable
+from fleetlab_instructor.grade.submissions import ALL, Shard, Submission, parse_run, parse_shard, printable
 
 PATH = click.Path(path_type=Path)
 
@@ -164,7 +164,7 @@ def grade(paths: tuple[Path, ...], out: Path, feedback: Path | None, report: Pat
         Console(stderr=True).print(UNSEALED_WARNING, style="yellow", highlight=False, soft_wrap=True)
     console = stdout_console()
 
-    def kept(sub: Any, journal: Path) -> None:
+    def kept(sub: Submission, journal: Path) -> None:
         console.print(f"kept: {printable(str(sub.path))}: graded before and unchanged since (same sha256), its row "
                       f"taken from {journal} (--restart grades it again)", markup=False, highlight=False,
                       soft_wrap=True)
@@ -260,10 +260,10 @@ def adjust(grades: Path, out: Path, regrades: tuple[Path, ...], collected: Path 
 
     adjusted = adjust_gradebook(grades, out=out, regrades=regrades, collected=collected, penalty=late_penalty,
                                 overrides=overrides)
-    book, applied, reasons = adjusted.book, adjusted.applied, adjusted.reasons
-    late = sum(len(labs) for labs in (book.late or {}).values())
-    stdout_console().print(f"adjusted {grades}: {len(regrades)} regrade(s), {late} late lab(s), {len(applied)} "
-                           f"override(s); {out}" + (f"; reasons: {reasons}" if applied else ""),
+    late = sum(len(labs) for labs in (adjusted.book.late or {}).values())
+    stdout_console().print(f"adjusted {grades}: {len(regrades)} regrade(s), {late} late lab(s), "
+                           f"{len(adjusted.applied)} override(s); {out}"
+                           + (f"; reasons: {adjusted.reasons}" if adjusted.reasons else ""),
                            highlight=False, soft_wrap=True, markup=False)
     return 0
 
