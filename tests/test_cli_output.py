@@ -5,8 +5,8 @@ import os
 import subprocess
 import sys
 
-from fleetlab_instructor.grading.grade import GradeRow
-from fleetlab_instructor.grading.gradebook import summary_table
+from fleetlab_instructor.grade.grade import GradeRow
+from fleetlab_instructor.report.gradebook import summary_table
 
 from fleetlab.backends.fidelity.table import FidelityTable, Finding
 from fleetlab.cli import main

@@ -378,7 +378,7 @@ def test_the_grader_context_is_exactly_what_its_dockerfile_copies(grader_context
     missing = sorted(tracked_files_under(sources) - grader_context)
     assert not missing, f"copied but left out of the context: {missing}"
     assert {"instructor/pyproject.toml", "instructor/src/fleetlab_instructor/__init__.py",
-            "instructor/src/fleetlab_instructor/grading/grade.py"} <= grader_context
+            "instructor/src/fleetlab_instructor/grade/grade.py"} <= grader_context
     leaked = sorted(path for path in grader_context
                     if "/__pycache__/" in path or ".egg-info/" in path or path.startswith(("labs/", ".venv/")))
     assert not leaked, leaked

@@ -22,8 +22,8 @@ import kubernetes_validate
 import nbformat
 import pytest
 import yaml
-from fleetlab_instructor.grading.gradebook import shard_path
-from fleetlab_instructor.grading.submissions import Shard
+from fleetlab_instructor.grade.submissions import Shard
+from fleetlab_instructor.report.gradebook import shard_path
 from nbformat.v4 import new_code_cell, new_notebook
 
 from fleetlab.cli import build_cli, main

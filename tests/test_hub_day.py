@@ -1,4 +1,4 @@
-"""The facilitator's day on a real JupyterHub (deploy/jupyterhub/): hand out, collect, grade, hand back.
+"""The facilitator's day on a real JupyterHub (deploy/jupyterhub/): hand out, collect, grade, hand back, export.
 
 The hub is the room of ``test_jupyterhub`` (its configuration, the dummy authenticator, one local
 process per learner, everything on 127.0.0.1), with three learners whose homes start empty. The
@@ -6,7 +6,9 @@ facilitator's steps are the ``fleetlab`` commands, run as a facilitator runs the
 API token in the environment; the learners' own steps (saving a notebook, an ``Untitled.ipynb``
 made from JupyterLab's launcher) are the requests JupyterLab makes to their server's Contents API.
 The learners' servers run as one system user here, so what each finds in their home is checked
-through their own server's API, as they would see it.
+through their own server's API, as they would see it. The day ends with the exports: the gradebook
+adjusted for the late learner (a tenth of the lab's points per day begun), Canvas's import and each
+learner's Gradescope results.json.
 """
 
 from __future__ import annotations
@@ -37,6 +39,14 @@ WRONG_VISIBILITY = "    return max(step_times)\n"
 """A wrong answer to 01.visibility: the slowest step, with no margin over it."""
 COMMAND_TIME = 600
 """Seconds a facilitator's command may take (grading three notebooks is the longest)."""
+LATE_PENALTY = 0.1
+"""The facilitator's penalty: a tenth of a late lab's points per day begun."""
+ROSTER = ("Student,ID,SIS User ID,SIS Login ID,Section,Lab 01 (4401)\n"
+          "Points Possible,,,,,4.00\n"
+          f"\"Kay, Ada\",101,u-101,{RIGHT},Tue,\n"
+          f"\"Xu, Bo\",102,u-102,{WRONG},Tue,\n"
+          f"\"Ortiz, Hana\",103,u-103,{LATE},Wed,\n")
+"""The gradebook a facilitator exports from Canvas: the three learners, matched by their SIS Login ID."""
 
 
 def fleetlab(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -178,7 +188,8 @@ def test_the_facilitators_day_hand_out_collect_grade_and_hand_back(tmp_path):
         assert [(item["learner"], item["path"]) for item in manifest["left_out"]] == [(WRONG, "labs/Untitled.ipynb")]
 
         # Grading the later collect: the late learner's right answer, the wrong one's points.
-        succeeded(fleetlab("grade", str(desk / "final"), "--out", str(desk / "grades.csv"), cwd=desk))
+        succeeded(fleetlab("grade", str(desk / "final"), "--out", str(desk / "grades.csv"), "--run", "final",
+                           cwd=desk))
         with open(desk / "grades.csv", encoding="utf-8", newline="") as book:
             totals = {row["learner"]: float(row["total"]) for row in csv.DictReader(book)}
         most = totals.pop("Points Possible")
@@ -195,4 +206,30 @@ def test_the_facilitators_day_hand_out_collect_grade_and_hand_back(tmp_path):
             assert feedback.startswith(f"# Feedback for {name}\n"), feedback[:200]
             assert not [other for other in LEARNERS if other != name and other in feedback], feedback
         run(log_out(hub, LEARNERS))
+
+        # Export: the late lab loses a tenth of its points (one day begun since the deadline's collect).
+        expected = {RIGHT: most, WRONG: totals[WRONG], LATE: round(most * (1 - LATE_PENALTY), 2)}
+        succeeded(fleetlab("gradebook", "adjust", str(desk / "grades.csv"), "--collected", str(desk / "final"),
+                           "--late-penalty", str(LATE_PENALTY), "--out", str(desk / "adjusted.csv"), cwd=desk))
+        with open(desk / "adjusted.csv", encoding="utf-8", newline="") as book:
+            adjusted = {row["learner"]: (float(row["total"]), row["late"]) for row in csv.DictReader(book)}
+        assert adjusted == {"Points Possible": (most, ""), RIGHT: (most, ""), WRONG: (totals[WRONG], ""),
+                            LATE: (expected[LATE], "01: 1 d")}, adjusted
+        (desk / "roster.csv").write_text(ROSTER, encoding="utf-8")
+        succeeded(fleetlab("gradebook", "canvas", str(desk / "adjusted.csv"), "--roster", str(desk / "roster.csv"),
+                           "--out", str(desk / "canvas.csv"), cwd=desk))
+        with open(desk / "canvas.csv", encoding="utf-8", newline="") as imported:
+            header, maxima, *students = list(csv.reader(imported))
+        assert header == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Lab 01 (4401)"]
+        assert maxima[0] == "Points Possible" and float(maxima[-1]) == most
+        assert {row[3]: float(row[-1]) for row in students} == expected
+        for name in LEARNERS:
+            results_file = desk / f"results-{name}.json"
+            succeeded(fleetlab("gradebook", "gradescope", str(desk / "final.shard-1-of-1.json"), "--learner", name,
+                               "--collected", str(desk / "final"), "--late-penalty", str(LATE_PENALTY),
+                               "--out", str(results_file), cwd=desk))
+            results = json.loads(results_file.read_text(encoding="utf-8"))
+            assert results["score"] == expected[name], (name, results["score"])
+            assert ("late: 01: 1 d" in results["output"]) == (name == LATE), results["output"]
+            assert sum(test["score"] for test in results["tests"]) == (most if name != WRONG else totals[WRONG])
     print(f"the facilitator's day on a real hub took {time.monotonic() - began:.0f} s")

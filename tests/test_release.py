@@ -27,11 +27,11 @@ from typing import Any
 import nbformat
 import pytest
 from fleetlab_instructor.checks import side_of
-from fleetlab_instructor.grading.assign import BEGIN, END, strip_solutions
-from fleetlab_instructor.grading.environment import kernel_env
-from fleetlab_instructor.grading.grade import Job, Limits, grade_job
-from fleetlab_instructor.grading.judging import JudgeServer, judge_answers
-from fleetlab_instructor.grading.release import TEMPLATE, learner_test_pins, template_files, write_release
+from fleetlab_instructor.handout.assign import BEGIN, END, strip_solutions
+from fleetlab_instructor.grade.environment import kernel_env
+from fleetlab_instructor.grade.grade import Job, Limits, grade_job
+from fleetlab_instructor.grade.judging import JudgeServer, judge_answers
+from fleetlab_instructor.handout.release import TEMPLATE, learner_test_pins, template_files, write_release
 from fleetlab_tools.kernel import NotebookKernel
 from test_packaging import (RUN_TIMEOUT, build_hook, definition_line, fresh_venv, pip_into, secrets_of,
                             share_dependencies, without_pythonpath)
@@ -227,9 +227,9 @@ def test_out_that_holds_the_course_or_lies_inside_what_it_copies_is_refused_befo
 
 def test_a_release_that_would_ship_solution_text_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """assign.py names the solution markers: shipped as if it were a document, the release is refused."""
-    shipped = "instructor/src/fleetlab_instructor/grading/assign.py"
+    shipped = "instructor/src/fleetlab_instructor/handout/assign.py"
     assert BEGIN in (REPO / shipped).read_text()
-    monkeypatch.setattr("fleetlab_instructor.grading.release.DOCS", (shipped,))
+    monkeypatch.setattr("fleetlab_instructor.handout.release.DOCS", (shipped,))
     with pytest.raises(InvalidInput, match="holds solution text") as refused:
         write_release(REPO, tmp_path / "learner")
     assert refused.value.field == "OUT"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fleetlab_instructor.grading.room import CheckInRoom, write_room_report
+from fleetlab_instructor.report.room import CheckInRoom, write_room_report
 
 ROOM = [
     CheckInRoom("03.redrive", "Redrive without losing a step", 12, 7, (("deletes from the DLQ, then sends", 4),)),

@@ -2,7 +2,7 @@ import shutil
 
 import nbformat
 import pytest
-from fleetlab_instructor.grading.assign import assign, render, stale, strip_solutions, student_version
+from fleetlab_instructor.handout.assign import assign, render, stale, strip_solutions, student_version
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from fleetlab.core.errors import InvalidInput

@@ -22,7 +22,7 @@ import base64
 import cloudpickle
 import pytest
 from fleetlab_instructor.checks import full_check, side_of
-from fleetlab_instructor.grading.feedback import blank_out, hidden_only_values, misconception
+from fleetlab_instructor.report.feedback import blank_out, hidden_only_values, misconception
 
 from fleetlab.course import lab
 from fleetlab.course.grading import registry, run_check

@@ -19,7 +19,7 @@ from fleetlab.core.errors import BackendUnavailable, ConfigError, InvalidInput
 from fleetlab_instructor.collect.exchange import collect, hand_out, return_feedback
 from fleetlab_instructor.collect.manifest import MANIFEST, read_manifest
 from fleetlab_instructor.collect.room import HomeFolders, Hub, choose
-from fleetlab_instructor.grading.submissions import take_in
+from fleetlab_instructor.grade.submissions import take_in
 
 NOTEBOOK = "01_at_least_once.ipynb"
 LEARNERS = ("alice", "h.o@example.org", ".dot")
@@ -68,6 +68,7 @@ def test_a_later_collect_marks_late_only_what_differs_from_the_deadlines_snapsho
     assert manifest.on_time["run"] == "deadline"
     saved = read_manifest(tmp_path / "final")
     assert saved.late(f"alice/{NOTEBOOK}") and not saved.late(f"%2Edot/{NOTEBOOK}")
+    assert saved.lateness() == {("alice", "01"): 1}  # collected within a day of the deadline's collect
 
 
 def test_collect_follows_no_link_a_learner_made_and_refuses_a_used_folder(homes, tmp_path):

@@ -7,8 +7,8 @@ from pathlib import Path
 import nbformat
 import pytest
 from fleetlab_instructor.checks import full_checks
-from fleetlab_instructor.grading.demos import DEMO_TAG, cells_to_skip
-from fleetlab_instructor.grading.submissions import lab_of
+from fleetlab_instructor.handout.demos import DEMO_TAG, cells_to_skip
+from fleetlab_instructor.grade.submissions import lab_of
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from fleetlab.cli import main

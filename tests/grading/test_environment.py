@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from fleetlab_instructor.grading.environment import kernel_env, measure_graded_backend, share_fidelity_tables
+from fleetlab_instructor.grade.environment import kernel_env, measure_graded_backend, share_fidelity_tables
 
 from fleetlab.backends import fidelity
 from fleetlab.backends.fidelity import Feature, Observation, Probe

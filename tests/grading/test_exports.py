@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 from fleetlab_instructor.checks import full_check
-from fleetlab_instructor.grading import adjust, exports, gradebook, manifest
-from fleetlab_instructor.grading.grade import CaseReport, CheckReport, GradeRow
-from fleetlab_instructor.grading.submissions import Submission
+from fleetlab_instructor.collect.manifest import Collected, Manifest, read_manifest, write_manifest
+from fleetlab_instructor.report import adjust, exports, gradebook
+from fleetlab_instructor.grade.grade import CaseReport, CheckReport, GradeRow
+from fleetlab_instructor.grade.submissions import Submission
 
 from fleetlab.cli import main
 from fleetlab.core.errors import InvalidInput
@@ -131,22 +132,36 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
-def test_late_penalty_takes_a_share_per_day_begun_of_the_late_lab_only(tmp_path):
-    lateness = manifest.read_lateness(write(tmp_path / "manifest.csv", (
-        "learner,lab,collected_at,run,late_days\nada,01,2026-12-05T09:00:00Z,day1,0.5\n"
-        "ada,03,2026-12-04T17:00:00Z,day1,\nh.o@example.org,03,2026-12-07T09:00:00Z,day1,2.2\n")))
-    assert lateness == {("ada", "01"): 0.5, ("h.o@example.org", "03"): 2.2}
+DEADLINE = "2026-12-04T17:00:00Z"
+
+
+def collected(folder: Path, *notebooks: tuple[str, str, str, bool], on_time: str | None = DEADLINE) -> Path:
+    """``folder`` with the manifest of a collect after the deadline's (``on_time``): (learner, lab, when, late)."""
+    folder.mkdir()
+    entries = [Collected(learner, learner, f"{learner}/{lab}_lab.ipynb", lab, when, "final", "0" * 64, late)
+               for learner, lab, when, late in notebooks]
+    snapshot = None if on_time is None else {"run": "deadline", "collected_at": on_time}
+    write_manifest(Manifest("final", "2026-12-05T09:00:00Z", "the test", ["01", "03"], snapshot, entries), folder)
+    return folder
+
+
+def test_late_penalty_takes_a_share_per_day_begun_since_the_deadlines_collect_of_the_late_lab_only(tmp_path):
+    lateness = read_manifest(collected(tmp_path / "final", ("ada", "01", "2026-12-05T09:00:00Z", True),
+                                       ("ada", "03", "2026-12-05T09:00:01Z", False),
+                                       ("h.o@example.org", "03", "2026-12-06T18:00:00Z", True))).lateness()
+    assert lateness == {("ada", "01"): 1, ("h.o@example.org", "03"): 3}  # 16 h: 1 day begun; 49 h: 3
     book, _ = adjust.adjust(room(), late=lateness, penalty=0.1)
     assert book.rows["ada"]["01.heartbeat"] == 1.8 and book.rows["ada"]["03.budget"] == 2.0
     assert book.rows["h.o@example.org"]["03.budget"] == 0.7 and book.rows["h.o@example.org"]["01.heartbeat"] == 2.0
-    assert book.late == {"ada": {"01": 0.5}, "h.o@example.org": {"03": 2.2}}
+    assert book.late == {"ada": {"01": 1}, "h.o@example.org": {"03": 3}}
     unpenalised, _ = adjust.adjust(room(), late=lateness)
     assert unpenalised.rows == room().rows and unpenalised.late == book.late
-    assert manifest.read_lateness(write(tmp_path / "m2.csv", "learner,lab,collected_at\nada,01,x\n")) == {}
-    with pytest.raises(InvalidInput, match="late_days.*'soon' on line 2"):
-        manifest.read_lateness(write(tmp_path / "m3.csv", "learner,lab,late_days\nada,01,soon\n"))
-    with pytest.raises(InvalidInput, match="no 'lab' column"):
-        manifest.read_lateness(write(tmp_path / "m4.csv", "learner,late_days\nada,1\n"))
+    same_second = collected(tmp_path / "same", ("ada", "01", DEADLINE, True))
+    assert read_manifest(same_second).lateness() == {("ada", "01"): 1}
+    with pytest.raises(InvalidInput, match="on_time.*marks notebooks late"):
+        read_manifest(collected(tmp_path / "m2", ("ada", "01", DEADLINE, True), on_time=None)).lateness()
+    with pytest.raises(InvalidInput, match="collected_at"):
+        read_manifest(collected(tmp_path / "m3", ("ada", "01", "5 Dec, 9 am", True))).lateness()
     with pytest.raises(InvalidInput, match="--late-penalty"):
         adjust.adjust(room(), late=lateness, penalty=1.5)
 
@@ -179,10 +194,10 @@ def test_a_regrade_replaces_one_learners_labs_and_an_override_comes_last_with_it
 def test_fleetlab_gradebook_adjust_writes_the_gradebook_and_the_reasons_beside_it(tmp_path):
     grades = tmp_path / "grades.csv"
     gradebook.write_csv(room(), grades)
-    write(tmp_path / "manifest.csv", "learner,lab,late_days\nada,03,1\n")
+    late = collected(tmp_path / "final", ("ada", "03", "2026-12-05T16:59:59Z", True))
     write(tmp_path / "overrides.csv", "learner,check,points,reason\n=eve,01.visibility,2,+ cell 4 was right\n")
     out = tmp_path / "final.csv"
-    assert main(["gradebook", "adjust", str(grades), "--manifest", str(tmp_path / "manifest.csv"), "--late-penalty",
+    assert main(["gradebook", "adjust", str(grades), "--collected", str(late), "--late-penalty",
                  "0.25", "--overrides", str(tmp_path / "overrides.csv"), "--out", str(out)]) == 0
     final = gradebook.read_csv(out)
     assert final.rows["ada"]["03.budget"] == 1.5 and final.late == {"ada": {"03": 1.0}}
@@ -257,6 +272,27 @@ def test_fleetlab_gradebook_gradescope_reads_a_shard_and_autograder_writes_the_a
     assert "/fleetlab\" grade submissions --unsandboxed" in run and "the sandbox here" in run
     assert "LAB=03\n" in run and "root=${AUTOGRADER_ROOT:-/autograder}" in run
     assert main(["gradebook", "autograder", str(archive), "--lab", "42", "--course", str(course)]) == 2
+
+
+def test_fleetlab_gradebook_gradescope_picks_one_learner_of_a_room_and_says_their_late_lab(tmp_path):
+    ada, ada_book = graded_notebook("ada")
+    bob, bob_book = graded_notebook("bob")
+    book = gradebook.Gradebook(ada_book.maxima, {**ada_book.rows, **bob_book.rows})
+    shard = gradebook.write_shard(gradebook.ShardFile("final", gradebook.Shard(1, 1), book, ada + bob, []), tmp_path)
+    late = collected(tmp_path / "final", ("ada", "01", "2026-12-05T23:00:00Z", True))  # 30 h: 2 days begun
+    out = tmp_path / "results.json"
+    assert main(["gradebook", "gradescope", str(shard), "--learner", "ada", "--collected", str(late),
+                 "--late-penalty", "0.1", "--out", str(out)]) == 0
+    results = json.loads(out.read_text())
+    assert_gradescope_results(results)
+    assert results["score"] == 1.2 and results["output"] == "late: 01: 2 d"
+    assert main(["gradebook", "gradescope", str(shard), "--learner", "bob", "--collected", str(late),
+                 "--late-penalty", "0.1", "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["score"] == 1.5 and "late" not in json.loads(out.read_text())["output"]
+    assert main(["gradebook", "gradescope", str(shard), "--out", str(out)]) == 2  # two learners: name one
+    assert main(["gradebook", "gradescope", str(shard), "--learner", "zed", "--out", str(out)]) == 2
+    assert main(["gradebook", "gradescope", str(shard), "--learner", "ada", "--late-penalty", "0.1",
+                 "--out", str(out)]) == 2  # a penalty needs the collect that says who was late
 
 
 def test_run_autograder_grades_a_submitted_notebook_into_results_json(tmp_path):

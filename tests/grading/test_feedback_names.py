@@ -5,12 +5,12 @@ from pathlib import Path
 
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
-from fleetlab_instructor.grading import exports, gradebook
-from fleetlab_instructor.grading.cells import cell_name
-from fleetlab_instructor.grading.feedback import FITTED, feedback_text, misconception
-from fleetlab_instructor.grading.grade import CaseReport, CheckReport, GradeRow
-from fleetlab_instructor.grading.room import room_summary
-from fleetlab_instructor.grading.submissions import Submission
+from fleetlab_instructor.report import exports, gradebook
+from fleetlab_instructor.grade.cells import cell_name
+from fleetlab_instructor.report.feedback import FITTED, feedback_text, misconception
+from fleetlab_instructor.grade.grade import CaseReport, CheckReport, GradeRow
+from fleetlab_instructor.report.room import room_summary
+from fleetlab_instructor.grade.submissions import Submission
 
 from fleetlab.course.grading.results import NOT_YET_ADVICE
 

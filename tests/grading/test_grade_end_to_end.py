@@ -8,8 +8,8 @@ from pathlib import Path
 import nbformat
 import pytest
 from fleetlab_instructor.checks import full_check
-from fleetlab_instructor.grading import room as room_report
-from fleetlab_instructor.grading.environment import kernel_env
+from fleetlab_instructor.report import room as room_report
+from fleetlab_instructor.grade.environment import kernel_env
 from fleetlab_tools.kernel import NotebookKernel
 
 from fleetlab.cli import main

@@ -5,7 +5,7 @@ import threading
 
 import nbformat
 import pytest
-from fleetlab_instructor.grading.grade import (
+from fleetlab_instructor.grade.grade import (
     ANSWERS_FILE,
     STEPS,
     CaseReport,
@@ -19,7 +19,7 @@ from fleetlab_instructor.grading.grade import (
     prepare,
     report,
 )
-from fleetlab_instructor.grading.judging import Verdicts
+from fleetlab_instructor.grade.judging import Verdicts
 from fleetlab_tools.kernel import CellRun, KernelStartFailed
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
@@ -84,7 +84,7 @@ def visibility(*statuses, status="pass"):
 
 
 def test_the_steps_are_named_and_in_order():
-    assert [name for name, _ in STEPS] == ["prepare", "execute", "hand in", "judge", "report"]
+    assert [name for name, _ in STEPS] == ["prepare", "execute", "hand in", "release the kernel", "judge", "report"]
 
 
 def test_prepare_clears_outputs_and_takes_each_checks_maximum_from_the_graders_registry(fixture_lab, tmp_path):
@@ -183,7 +183,7 @@ def test_only_the_hand_in_cells_file_counts_and_only_up_to_its_weight(fixture_la
     for step in (prepare, execute, hand_in):
         step(silent)
     assert silent.answers is None and silent.errors == ["the kernel handed in no answers"]
-    monkeypatch.setattr("fleetlab_instructor.grading.grade.MAX_ANSWERS_BYTES", 2**20)
+    monkeypatch.setattr("fleetlab_instructor.grade.grade.MAX_ANSWERS_BYTES", 2**20)
     heavy = job(tmp_path, notebook("a"), answers=b"x" * (2**20 + 1))
     for step in (prepare, execute, hand_in):
         step(heavy)
@@ -204,7 +204,7 @@ def judged(tmp_path, verdicts):
     return scored
 
 
-def test_judge_stops_the_kernel_first_and_hands_the_judge_every_graded_check(fixture_lab, tmp_path):
+def test_the_kernel_is_released_before_the_judge_gets_every_graded_check(fixture_lab, tmp_path):
     scored = judged(tmp_path, {})
     assert scored.made[0].stopped
     assert scored.judged == [(["99.dedupe", "99.visibility"], b'{"answers": {}}', 7)]
@@ -283,7 +283,7 @@ def test_grade_job_always_stops_the_kernel_and_reports_a_broken_step(monkeypatch
         raise RuntimeError("zmq socket closed")
 
     monkeypatch.setattr(
-        "fleetlab_instructor.grading.grade.STEPS",
+        "fleetlab_instructor.grade.grade.STEPS",
         (("prepare", prepare), ("execute", execute), ("hand in", explode), ("report", report)),
     )
     row = grade_job(broken)
@@ -326,7 +326,7 @@ def test_a_notebook_holds_a_kernels_place_until_its_kernel_stops_and_is_judged_w
 
 @pytest.mark.parametrize("made", ["link to /dev/zero", "link to a file of the grader's", "fifo", "too big"])
 def test_a_hand_in_file_the_learner_replaced_is_refused_without_reading_past_it(tmp_path, made):
-    from fleetlab_instructor.grading.grade import MAX_ANSWERS_BYTES, read_handed_in
+    from fleetlab_instructor.grade.grade import MAX_ANSWERS_BYTES, read_handed_in
 
     handed_in = tmp_path / "fleetlab-answers.json"
     secret = tmp_path / "grader-only.json"
@@ -344,7 +344,7 @@ def test_a_hand_in_file_the_learner_replaced_is_refused_without_reading_past_it(
 
 
 def test_a_hand_in_file_is_read_as_written(tmp_path):
-    from fleetlab_instructor.grading.grade import read_handed_in
+    from fleetlab_instructor.grade.grade import read_handed_in
 
     (tmp_path / "fleetlab-answers.json").write_bytes(b'{"answers": {}}')
     assert read_handed_in(tmp_path / "fleetlab-answers.json") == b'{"answers": {}}'

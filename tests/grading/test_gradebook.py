@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from fleetlab_instructor.checks import full_check
 from fleetlab_instructor.checks.lab00 import planes
-from fleetlab_instructor.grading import gradebook
-from fleetlab_instructor.grading.feedback import FITTED, blank_out, misconception, write_feedback
-from fleetlab_instructor.grading.grade import CaseReport, CheckReport, GradeRow
-from fleetlab_instructor.grading.submissions import Shard, Submission
+from fleetlab_instructor.report import gradebook
+from fleetlab_instructor.report.feedback import FITTED, blank_out, misconception, write_feedback
+from fleetlab_instructor.grade.grade import CaseReport, CheckReport, GradeRow
+from fleetlab_instructor.grade.submissions import Shard, Submission
 
 from fleetlab.cli import main
 from fleetlab.core.errors import InvalidInput
@@ -151,7 +151,7 @@ def test_the_merge_command_names_a_missing_shard_and_writes_nothing(tmp_path, ca
 
 
 def test_the_journal_keeps_a_row_for_its_path_learner_lab_and_sha256_only(tmp_path):
-    from fleetlab_instructor.grading.journal import Journal, journal_of
+    from fleetlab_instructor.grade.journal import Journal, journal_of
 
     ann, row = sub("ann", "00"), GradeRow("ann_00_lab.ipynb", {"00.planes": 0.5}, {"00.planes": 1.0}, "cell 2 raised",
                                           {"00.planes": CheckReport("fail", "", CASES)})
@@ -214,7 +214,7 @@ def test_feedback_says_a_check_not_graded_and_a_problem_while_grading(tmp_path):
 
 def test_no_catalogue_name_shown_for_a_hidden_case_quotes_a_hidden_only_value():
     from fleetlab_instructor.checks import side_of
-    from fleetlab_instructor.grading.feedback import hidden_only_values
+    from fleetlab_instructor.report.feedback import hidden_only_values
 
     shown = 0
     for lab in registry.shipped_labs():
@@ -229,7 +229,7 @@ def test_no_catalogue_name_shown_for_a_hidden_case_quotes_a_hidden_only_value():
 
 
 def test_a_hidden_case_the_machine_was_too_busy_to_judge_asks_for_a_regrade_never_blames_the_answer():
-    from fleetlab_instructor.grading.feedback import MACHINE_TOO_BUSY, feedback_text
+    from fleetlab_instructor.report.feedback import MACHINE_TOO_BUSY, feedback_text
 
     from fleetlab.course.grading.runner import TOO_BUSY
 

@@ -48,7 +48,7 @@ class Killed(BaseException):
 
 
 def test_a_grader_killed_part_way_resumes_from_its_journal(tmp_path, capsys, monkeypatch):
-    from fleetlab_instructor.grading.journal import Journal
+    from fleetlab_instructor.grade.journal import Journal
 
     room, out = tmp_path / "room", tmp_path / "grades.csv"
     room.mkdir()
@@ -86,7 +86,7 @@ def test_a_grader_killed_part_way_resumes_from_its_journal(tmp_path, capsys, mon
     assert main(["grade", str(room), "--out", str(out), "--restart"]) == 0
     assert "kept:" not in (printed := capsys.readouterr().out) and "graded 2 notebooks" in printed
     (room / "cy_00_orientation.ipynb").write_bytes(b"\xff")  # a third learner's broken file: never journaled
-    monkeypatch.setattr("fleetlab_instructor.grading.grade.grade_notebooks", None)  # nothing left to grade
+    monkeypatch.setattr("fleetlab_instructor.grade.batch.grade_notebooks", None)  # nothing left to grade
     book, kept, printed = graded()
     assert sorted(kept) == ["ann", "bob"] and book.endswith("ann,1,1\nbob,1,1\ncy,0,0\n")
     assert "graded 0 notebooks in" in printed and ", kept 2 from the journal" in printed

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 from fleetlab_instructor.checks import full_check
-from fleetlab_instructor.grading import judging
-from fleetlab_instructor.grading.environment import kernel_env
-from fleetlab_instructor.grading.judging import Ended, JudgeServer, JudgeStopped, Verdicts, judge_answers
+from fleetlab_instructor.grade import judging
+from fleetlab_instructor.grade.environment import kernel_env
+from fleetlab_instructor.grade.judging import Ended, JudgeServer, JudgeStopped, Verdicts, judge_answers
 
 from fleetlab.course.grading import session
 from fleetlab.course.judge import server as judge
@@ -252,7 +252,7 @@ def test_checks_that_do_not_wait_on_the_real_clock_share_one_judge(fixture_lab, 
 
 def test_lab_04s_step_functions_checks_wait_on_the_real_clock_and_their_notebooks_are_graded_first():
     from fleetlab.course.grading import registry
-    from fleetlab_instructor.grading.grade import _waits_first
+    from fleetlab_instructor.grade.grade import _waits_first
 
     assert {check.id for check in registry.checks_of("04") if check.real_time} == {"04.callback", "04.catch"}
     paths = [Path("a/01_at_least_once.ipynb"), Path("Untitled.ipynb"), Path("b/04_wait_for_task_token.ipynb"),

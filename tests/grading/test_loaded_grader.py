@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 import pytest
-from fleetlab_instructor.grading.grade import grade_notebooks
+from fleetlab_instructor.grade.grade import grade_notebooks
 
 SOLUTIONS = Path(__file__).resolve().parents[2] / "labs" / "solutions"
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fleetlab_instructor.grading import gradebook, room
-from fleetlab_instructor.grading.grade import CaseReport, CheckReport, GradeRow
-from fleetlab_instructor.grading.submissions import Submission
+from fleetlab_instructor.report import gradebook, room
+from fleetlab_instructor.grade.grade import CaseReport, CheckReport, GradeRow
+from fleetlab_instructor.grade.submissions import Submission
 
 
 def graded(learner: str, scores: dict[str, float], checks: dict[str, CheckReport], error: str = "") -> tuple:

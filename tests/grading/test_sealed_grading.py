@@ -33,7 +33,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from fleetlab_instructor.checks.lab01.visibility import HIDDEN
-from fleetlab_instructor.grading.gradebook import LEARNER_COLUMN, MAXIMA_ROW
+from fleetlab_instructor.report.gradebook import LEARNER_COLUMN, MAXIMA_ROW
 from fleetlab.course.judge import sandbox
 
 pytestmark = pytest.mark.sealed

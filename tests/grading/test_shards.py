@@ -12,8 +12,8 @@ from pathlib import Path
 import nbformat
 import pytest
 from fleetlab_instructor.checks.lab00 import planes
-from fleetlab_instructor.grading import submissions
-from fleetlab_instructor.grading.submissions import (LEARNER_CONVENTION, NOT_A_FILE, Shard, Unreadable, learner_file_name,
+from fleetlab_instructor.grade import submissions
+from fleetlab_instructor.grade.submissions import (LEARNER_CONVENTION, NOT_A_FILE, Shard, Unreadable, learner_file_name,
                                                      parse_shard, read_notebook, shard_of, take_in)
 from nbformat.v4 import new_code_cell, new_notebook
 

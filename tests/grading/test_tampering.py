@@ -19,7 +19,7 @@ import os
 
 import nbformat
 import pytest
-from fleetlab_instructor.grading.grade import Limits, grade_notebooks
+from fleetlab_instructor.grade.grade import Limits, grade_notebooks
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from fleetlab.course.grading import registry

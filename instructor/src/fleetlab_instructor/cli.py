@@ -24,8 +24,8 @@ from fleetlab.core.errors import InvalidInput
 from fleetlab.course.grading.registry import known_labs
 from fleetlab_instructor.bench.suite import DEFAULT_BACKENDS, DEFAULT_OUT, MEASUREMENTS
 from fleetlab_instructor.bench.suite import run as run_suite
-from fleetlab_instructor.grading.grade import DEFAULT_WORKERS
-from fleetlab_instructor.grading.submissions import ALL, Shard, parse_run, parse_shard, printable
+from fleetlab_instructor.grade.grade import DEFAULT_WORKERS, Limits
+from fleetlab_instructor.grade.submissions import ALL, Shard, Submission, parse_run, parse_shard, printable
 
 PATH = click.Path(path_type=Path)
 
@@ -79,8 +79,8 @@ run RUN into the gradebook an unsharded run writes.
 @click.option("--out", type=PATH, default=Path("labs"), help="where the student notebooks go")
 @click.option("--check", is_flag=True, help="write nothing; exit 1 naming student notebooks that are stale")
 def assign(solutions: Path, out: Path, check: bool) -> int:
-    from fleetlab_instructor.grading.assign import assign as write_student_notebooks
-    from fleetlab_instructor.grading.assign import stale
+    from fleetlab_instructor.handout.assign import assign as write_student_notebooks
+    from fleetlab_instructor.handout.assign import stale
 
     console = stdout_console()
     if check:
@@ -108,7 +108,7 @@ def assign(solutions: Path, out: Path, check: bool) -> int:
 @click.option("--course", type=PATH, default=Path("."), help="the course's root (default: the current folder)")
 @click.option("--force", is_flag=True, help="replace what OUT holds (a .git in it is kept)")
 def release(out: Path, course: Path, force: bool) -> int:
-    from fleetlab_instructor.grading.release import write_release
+    from fleetlab_instructor.handout.release import write_release
 
     written = write_release(course, out, force=force)
     size = f"{written.size / 1024:,.0f} KiB" if written.size < 1024 * 1024 else f"{written.size / 1024 ** 2:.1f} MiB"
@@ -152,12 +152,9 @@ UNSEALED_WARNING = ("warning: grading unsandboxed. Learners' code runs as the gr
 def grade(paths: tuple[Path, ...], out: Path, feedback: Path | None, report: Path | None, shard: Shard,
           cell_timeout: float, notebook_timeout: float, grading_timeout: float, workers: int, unsandboxed: bool,
           run: str | None, restart: bool) -> int:
-    from fleetlab_instructor.grading import gradebook
-    from fleetlab_instructor.grading.feedback import write_feedback
-    from fleetlab_instructor.grading.grade import GradeRow, Limits, grade_notebooks
-    from fleetlab_instructor.grading.journal import Journal, journal_of, sha256_of
-    from fleetlab_instructor.grading.submissions import (Submission, Unreadable, read_notebook,
-                                                         shard_of, take_in)
+    from fleetlab_instructor.grade.batch import grade_batch
+    from fleetlab_instructor.report.gradebook import summary_table
+    from fleetlab_instructor.report.publish import publish
 
     if shard != ALL and run is None:
         raise InvalidInput("--run", f"is missing: --shard {shard} needs the run's id",
@@ -165,61 +162,41 @@ def grade(paths: tuple[Path, ...], out: Path, feedback: Path | None, report: Pat
     feedback = feedback if feedback is not None else out.parent / "feedback"
     if unsandboxed:
         Console(stderr=True).print(UNSEALED_WARNING, style="yellow", highlight=False, soft_wrap=True)
-    intake = take_in(paths)
-    submissions = shard_of(intake.submissions, shard)
-    journal = Journal(journal_of(out), restart=restart)
     console = stdout_console()
-    rows: dict[Submission, GradeRow] = {}
-    kept_rows = 0
-    pending: dict[str, tuple[Submission, str]] = {}  # notebook path -> (submission, sha256)
-    for sub in submissions:
-        text = read_notebook(sub.path)
-        if isinstance(text, Unreadable):
-            rows[sub] = GradeRow(str(sub.path), {}, {}, str(text))
-        elif (kept := journal.finished(sub, sha256 := sha256_of(text))) is not None:
-            rows[sub], kept_rows = kept, kept_rows + 1
-            console.print(f"kept: {printable(str(sub.path))}: graded before and unchanged since (same sha256), its "
-                          f"row taken from {journal.folder} (--restart grades it again)", markup=False,
-                          highlight=False, soft_wrap=True)
-        else:
-            pending[str(sub.path)] = (sub, sha256)
-    limits = Limits(cell=cell_timeout, notebook=notebook_timeout, grading=grading_timeout)
-    started = time.monotonic()
-    columns = (TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=Console(stderr=True)) as bar:
-        task = bar.add_task("grading", total=len(pending))
 
-        def finished(row: GradeRow) -> None:
-            journal.record(*pending[row.notebook], row)
-            bar.advance(task)
+    def kept(sub: Submission, journal: Path) -> None:
+        console.print(f"kept: {printable(str(sub.path))}: graded before and unchanged since (same sha256), its row "
+                      f"taken from {journal} (--restart grades it again)", markup=False, highlight=False,
+                      soft_wrap=True)
 
-        graded = grade_notebooks([sub.path for sub, _ in pending.values()], limits=limits, workers=workers,
-                                 grader_env=dict(os.environ), on_graded=finished,
-                                 sealed=not unsandboxed) if pending else []
-    seconds = time.monotonic() - started
-    rows.update(zip((sub for sub, _ in pending.values()), graded, strict=True))
-    ordered = [rows[sub] for sub in submissions]
-    notes = [str(note) for note in intake.notes]
-    book = gradebook.build(submissions, ordered)
-    gradebook.write_csv(book, out)
-    write_feedback(book, submissions, ordered, feedback)
-    shard_file = None if run is None else gradebook.write_shard(
-        gradebook.ShardFile(run, shard, book, list(zip(submissions, ordered, strict=True)), notes), out.parent)
-    if report is not None:
-        from fleetlab_instructor.grading.room import room_summary, write_room_report
+    bar = Progress(TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   console=Console(stderr=True))
+    task = bar.add_task("grading", total=0)
 
-        write_room_report(room_summary(book, submissions, ordered), report, notes=notes)
-    console.print(gradebook.summary_table(ordered, book.maxima))
-    for note in notes:
+    def started(pending: int) -> None:
+        bar.update(task, total=pending)
+        bar.start()
+
+    try:
+        batch = grade_batch(paths, out=out, grader_env=dict(os.environ), shard=shard,
+                            limits=Limits(cell=cell_timeout, notebook=notebook_timeout, grading=grading_timeout),
+                            workers=workers, sealed=not unsandboxed, restart=restart, on_kept=kept,
+                            on_start=started, on_graded=lambda row: bar.advance(task))
+    finally:
+        bar.stop()
+    written = publish(batch, out=out, feedback=feedback, room_report=report, run=run, shard=shard)
+    console.print(summary_table(batch.rows, written.book.maxima))
+    for note in batch.notes:
         console.print(f"not graded as found: {note}", markup=False, highlight=False, soft_wrap=True)
-    rate = len(graded) / seconds * 60 if seconds else 0.0
-    learners = f"{len(book.rows)} learner{'' if len(book.rows) == 1 else 's'}"
+    rate = batch.graded / batch.seconds * 60 if batch.seconds else 0.0
+    learners = f"{len(written.book.rows)} learner{'' if len(written.book.rows) == 1 else 's'}"
     share = "" if shard == ALL else f" (shard {shard}: {learners})"
-    summary = (f"graded {len(graded)} notebooks{share} in {seconds:.1f} s ({rate:.1f}/min)"
-               + (f", kept {kept_rows} from the journal" if kept_rows else "")
+    notes = batch.notes
+    summary = (f"graded {batch.graded} notebooks{share} in {batch.seconds:.1f} s ({rate:.1f}/min)"
+               + (f", kept {batch.kept} from the journal" if batch.kept else "")
                + (f"; {len(notes)} files not graded as found (above)" if notes else "")
                + f"; gradebook: {out}; feedback: {feedback}" + (f"; room report: {report}" if report else "")
-               + (f"; shard file: {shard_file}" if shard_file else ""))
+               + (f"; shard file: {written.shard_file}" if written.shard_file else ""))
     console.print(summary, markup=False, highlight=False, soft_wrap=True)
     return 0
 
@@ -240,15 +217,9 @@ def gradebook_group() -> None:
 @click.option("--out", type=PATH, required=True, help="the merged gradebook CSV to write")
 @click.option("--report", type=PATH, default=None, metavar="ROOM.html", help="also write the whole run's room report")
 def merge(shards: tuple[Path, ...], out: Path, report: Path | None) -> int:
-    from fleetlab_instructor.grading import gradebook
+    from fleetlab_instructor.report.publish import publish_merged
 
-    whole = gradebook.merge_shards({path: gradebook.read_shard(path) for path in dict.fromkeys(shards)})
-    gradebook.write_csv(whole.book, out)
-    if report is not None:
-        from fleetlab_instructor.grading.room import room_summary, write_room_report
-
-        submissions, rows = [sub for sub, _ in whole.graded], [row for _, row in whole.graded]
-        write_room_report(room_summary(whole.book, submissions, rows), report, notes=whole.notes)
+    whole = publish_merged(list(shards), out=out, room_report=report)
     summary = (f"merged run {whole.run!r}, {len(dict.fromkeys(shards))} shards: {len(whole.book.rows)} learners, "
                f"{len(whole.book.maxima)} checks; {out}" + (f"; room report: {report}" if report else ""))
     stdout_console().print(summary, highlight=False, soft_wrap=True)
@@ -262,6 +233,12 @@ def _lab_column(text: str) -> tuple[str, str]:
     return lab, column
 
 
+LATE_PENALTY = click.option(
+    "--late-penalty", type=float, default=0.0, metavar="SHARE",
+    help="the share of a late lab's points taken per day late, each day begun counted (default 0: none)")
+"""The facilitator's penalty for lateness, read with a collect's manifest (--collected)."""
+
+
 @gradebook_group.command(
     "adjust", help="apply, in this order, one learner's regrade (--regrade, the gradebook `fleetlab grade` wrote for "
                    "their notebooks), the late column from a collect's manifest with an optional penalty, and a "
@@ -271,34 +248,22 @@ def _lab_column(text: str) -> tuple[str, str]:
 @click.option("--out", type=PATH, required=True, help="the adjusted gradebook CSV to write")
 @click.option("--regrade", "regrades", type=PATH, multiple=True, metavar="REGRADE.csv",
               help="a gradebook of one learner's regraded notebooks: it replaces their cells of the labs it graded")
-@click.option("--manifest", type=PATH, default=None, metavar="MANIFEST.csv",
-              help="a collect's manifest: its late_days column fills the late column "
-                   "(fleetlab_instructor.grading.manifest says the format)")
-@click.option("--late-penalty", type=float, default=0.0, metavar="SHARE",
-              help="the share of a late lab's points taken per day late, each day begun counted (default 0: none)")
+@click.option("--collected", type=PATH, default=None, metavar="FOLDER",
+              help="the folder of the collect the gradebook graded (`fleetlab collect --on-time`): its manifest "
+                   "says which labs came in late and by how many days (fleetlab_instructor.collect.manifest)")
+@LATE_PENALTY
 @click.option("--overrides", type=PATH, default=None, metavar="OVERRIDES.csv",
               help="learner,check,points,reason: the points a facilitator decided, applied last")
-def adjust(grades: Path, out: Path, regrades: tuple[Path, ...], manifest: Path | None, late_penalty: float,
+def adjust(grades: Path, out: Path, regrades: tuple[Path, ...], collected: Path | None, late_penalty: float,
            overrides: Path | None) -> int:
-    from fleetlab.core.files import write_atomically
-    from fleetlab_instructor.grading import adjust as adjusting
-    from fleetlab_instructor.grading import gradebook
-    from fleetlab_instructor.grading.manifest import read_lateness
+    from fleetlab_instructor.report.adjust import adjust_gradebook
 
-    if late_penalty and manifest is None:
-        raise InvalidInput("--late-penalty", "needs --manifest: lateness is read from a collect's manifest",
-                           hint="pass the manifest.csv that `fleetlab collect` wrote")
-    book, applied = adjusting.adjust(
-        gradebook.read_csv(grades), regrades=[gradebook.read_csv(path) for path in regrades],
-        late=None if manifest is None else read_lateness(manifest), penalty=late_penalty,
-        overrides=[] if overrides is None else adjusting.read_overrides(overrides))
-    gradebook.write_csv(book, out)
-    reasons = out.with_name(out.stem + ".reasons.csv")
-    if applied:
-        write_atomically(reasons, adjusting.reasons_csv(applied))
-    late = sum(len(labs) for labs in (book.late or {}).values())
-    stdout_console().print(f"adjusted {grades}: {len(regrades)} regrade(s), {late} late lab(s), {len(applied)} "
-                           f"override(s); {out}" + (f"; reasons: {reasons}" if applied else ""),
+    adjusted = adjust_gradebook(grades, out=out, regrades=regrades, collected=collected, penalty=late_penalty,
+                                overrides=overrides)
+    late = sum(len(labs) for labs in (adjusted.book.late or {}).values())
+    stdout_console().print(f"adjusted {grades}: {len(regrades)} regrade(s), {late} late lab(s), "
+                           f"{len(adjusted.applied)} override(s); {out}"
+                           + (f"; reasons: {adjusted.reasons}" if adjusted.reasons else ""),
                            highlight=False, soft_wrap=True, markup=False)
     return 0
 
@@ -315,13 +280,9 @@ def adjust(grades: Path, out: Path, regrades: tuple[Path, ...], manifest: Path |
 @click.option("--column", "columns", type=Parsed("LAB=HEADER", _lab_column), multiple=True, metavar="LAB=HEADER",
               help="the roster's column for a lab when its name does not say 'Lab NN'")
 def canvas(grades: Path, roster: Path, out: Path, columns: tuple[tuple[str, str], ...]) -> int:
-    from fleetlab.core.files import write_atomically
-    from fleetlab_instructor.grading import gradebook
-    from fleetlab_instructor.grading.exports import canvas_import, read_roster
+    from fleetlab_instructor.report.exports import write_canvas
 
-    book = gradebook.read_csv(grades)
-    header, students = read_roster(roster)
-    write_atomically(out, canvas_import(book, header, students, dict(columns)))
+    book = write_canvas(grades, roster=roster, out=out, columns=dict(columns))
     stdout_console().print(f"wrote the Canvas import of {len(book.rows)} learners to {out}: import it in Canvas's "
                            "Grades > Import", highlight=False, soft_wrap=True, markup=False)
     return 0
@@ -334,24 +295,25 @@ HIDDEN_VISIBILITY = click.option(
 
 
 @gradebook_group.command(
-    "gradescope", help="write Gradescope's results.json for the one learner a shard file holds "
-                       "(`fleetlab grade --run RUN` of one submission): a test per case, hidden cases by what they "
-                       "point to, never their inputs")
-@click.argument("shard", type=PATH, metavar="RUN.shard-1-of-1.json",
-                help="the shard file `fleetlab grade --run RUN` wrote for the submission")
+    "gradescope", help="write Gradescope's results.json for one learner of a shard file (`fleetlab grade --run RUN`): "
+                       "a test per case, hidden cases by what they point to, never their inputs; with --collected, "
+                       "the learner's late labs said and their penalty taken")
+@click.argument("shard", type=PATH, metavar="RUN.shard-I-of-N.json",
+                help="the shard file `fleetlab grade --run RUN` wrote")
+@click.option("--learner", default=None, metavar="NAME",
+              help="the learner whose results to write (needed when the shard holds more than one)")
+@click.option("--collected", type=PATH, default=None, metavar="FOLDER",
+              help="the collect the shard graded: its manifest says which labs came in late")
+@LATE_PENALTY
 @click.option("--out", type=PATH, default=Path("/autograder/results/results.json"),
               help="where to write it (default Gradescope's /autograder/results/results.json)")
 @HIDDEN_VISIBILITY
-def gradescope(shard: Path, out: Path, hidden: str) -> int:
-    import json
+def gradescope(shard: Path, learner: str | None, collected: Path | None, late_penalty: float, out: Path,
+               hidden: str) -> int:
+    from fleetlab_instructor.report.exports import write_results
 
-    from fleetlab.core.files import write_atomically
-    from fleetlab_instructor.grading import gradebook
-    from fleetlab_instructor.grading.exports import results_json
-
-    part = gradebook.read_shard(shard)
-    results = results_json(part.graded, part.book, hidden_visibility=hidden)
-    write_atomically(out, json.dumps(results, indent=1))
+    results = write_results(shard, out=out, learner=learner, collected=collected, penalty=late_penalty,
+                            hidden_visibility=hidden)
     stdout_console().print(f"wrote {out}: score {results['score']:g}, {len(results['tests'])} tests",
                            highlight=False, soft_wrap=True, markup=False)
     return 0
@@ -367,7 +329,7 @@ def gradescope(shard: Path, out: Path, hidden: str) -> int:
 @click.option("--course", type=PATH, default=Path("."), help="the course's root (default: the current folder)")
 @HIDDEN_VISIBILITY
 def autograder(out: Path, lab: str, course: Path, hidden: str) -> int:
-    from fleetlab_instructor.grading.exports import write_autograder
+    from fleetlab_instructor.report.exports import write_autograder
 
     files = write_autograder(course, out, lab=lab, hidden_visibility=hidden)
     stdout_console().print(f"wrote {out}: {files} files, lab {lab}", highlight=False, soft_wrap=True, markup=False)

@@ -149,7 +149,7 @@ def grade_throughput(notebooks: Sequence[Path] | None = None, *, workers: int | 
     (the machine may be shared). A solution notebook that did not grade
     cleanly is the result's ``error``; a student notebook's cells raise by design.
     """
-    from fleetlab_instructor.grading.grade import DEFAULT_WORKERS, grade_notebooks
+    from fleetlab_instructor.grade.grade import DEFAULT_WORKERS, grade_notebooks
 
     workers = workers or DEFAULT_WORKERS
     paths = list(notebooks) if notebooks is not None else default_notebooks()

@@ -2,5 +2,6 @@
 
 ``room``: the two ways into learners' homes (a JupyterHub's REST API, or the home folders on this
 machine); ``manifest``: what a collect wrote and which notebook is late; ``exchange``: the three steps
-(``hand_out``, ``collect``, ``return_feedback``).
+(``hand_out``, ``collect``, ``return_feedback``), the entries of ``fleetlab handout``, ``collect`` and
+``feedback return``.
 """

@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import TypeVar
 
 from fleetlab.core.errors import BackendUnavailable, InvalidInput
-from fleetlab_instructor.collect.manifest import Collected, LeftOut, Manifest, read_manifest, write_manifest
+from fleetlab_instructor.collect.manifest import (TIME_FORMAT, Collected, LeftOut, Manifest, read_manifest,
+                                                  write_manifest)
 from fleetlab_instructor.collect.room import Room
-from fleetlab_instructor.grading.submissions import lab_of, learner_file_name
+from fleetlab_instructor.grade.submissions import lab_of, learner_file_name
 
 T = TypeVar("T")
 
@@ -38,7 +39,7 @@ class Report:
 
 def now() -> str:
     """The time in UTC, to the second, as the manifest writes it."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return time.strftime(TIME_FORMAT, time.gmtime())
 
 
 def each_learner(room: Room, learners: Sequence[str], work: Callable[[str], T]) -> list[T]:

@@ -23,12 +23,19 @@
 notebooks is late. A later collect names that snapshot (``--on-time``): each of its notebooks is late
 when the snapshot holds no notebook of that learner at that path, or one with another sha256. The
 file times of a learner's home play no part: a learner can set them.
+
+How late (``Manifest.lateness``, what ``fleetlab gradebook adjust --collected`` and the exports read):
+a late notebook's days late are the time from the on-time snapshot's ``collected_at`` to the
+notebook's own ``collected_at``, each day begun counted whole (a notebook collected an hour after
+the deadline's collect is 1 day late). Both times are the facilitator's collects.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from fleetlab.core.errors import InvalidInput
@@ -36,6 +43,9 @@ from fleetlab.core.files import write_atomically
 
 MANIFEST = "fleetlab-collect.json"
 FORMAT = "fleetlab-collect/1"
+TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+"""How the manifest writes a time: UTC, to the second."""
+DAY = 24 * 60 * 60
 
 
 @dataclass(frozen=True)
@@ -80,6 +90,28 @@ class Manifest:
     def late(self, path: str) -> bool:
         """Whether the notebook at ``path`` (relative to the collected folder) came in late; False if unknown."""
         return any(entry.late for entry in self.notebooks if entry.path == path)
+
+    def lateness(self) -> dict[tuple[str, str], int]:
+        """(learner id as ``grade`` reads it, i.e. the folder; lab) -> whole days late, for each late notebook.
+
+        Raises InvalidInput when a notebook is late but the manifest names no on-time snapshot.
+        """
+        late = [entry for entry in self.notebooks if entry.late]
+        if late and self.on_time is None:
+            raise InvalidInput("on_time", f"is null in collect {self.run!r}, yet it marks notebooks late",
+                               hint="collect again with --on-time naming the deadline's collect")
+        return {(entry.folder, entry.lab): days_between(self.on_time["collected_at"], entry.collected_at)
+                for entry in late}
+
+
+def days_between(deadline: str, collected: str) -> int:
+    """Whole days from ``deadline`` to ``collected`` (manifest times), each day begun counted, at least 1."""
+    try:
+        seconds = (datetime.strptime(collected, TIME_FORMAT) - datetime.strptime(deadline, TIME_FORMAT)).total_seconds()
+    except ValueError as exc:
+        raise InvalidInput("collected_at", f"a time of the manifest is not UTC to the second ({exc})",
+                           hint="a manifest time reads 2026-12-04T17:00:03Z; collect again") from None
+    return max(1, math.ceil(seconds / DAY))
 
 
 def write_manifest(manifest: Manifest, folder: Path) -> Path:

@@ -1,6 +1,6 @@
 """The judge: the verdict on a graded notebook's answers, computed where no learner code ever runs.
 
-The grader (``fleetlab_instructor.grading.judging``) starts this module as a
+The grader (``fleetlab_instructor.grade.judging``) starts this module as a
 process (``python -m fleetlab.course.judge.server``) in the kernels'
 environment (no credentials), with the instructor's package refused on import
 in its own process (the answers it calls run elsewhere, sealed, where that

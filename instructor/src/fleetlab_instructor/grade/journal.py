@@ -16,9 +16,9 @@ import shutil
 from pathlib import Path
 
 from fleetlab.core.files import write_atomically
-from fleetlab_instructor.grading.gradebook import row_from_json, row_json
-from fleetlab_instructor.grading.grade import GradeRow
-from fleetlab_instructor.grading.submissions import Submission
+from fleetlab_instructor.report.gradebook import row_from_json, row_json
+from fleetlab_instructor.grade.grade import GradeRow
+from fleetlab_instructor.grade.submissions import Submission
 
 
 def journal_of(out: Path) -> Path:

@@ -23,6 +23,9 @@ gradebook's, which Gradescope takes over the tests' sum), ``output``, and
 hidden case says only what the feedback file says of it (never its inputs),
 with the visibility the course chooses (``after_due_date`` or ``hidden``).
 An all-or-nothing check's cases are worth 0 each, its points in one more test.
+A gradebook with a ``late`` column (``adjust`` with a collect's manifest) says
+the learner's late labs in ``output`` (``late: 01: 1 d``), its ``score`` the
+points after any penalty.
 ``write_autograder`` writes the autograder archive around it (``setup.sh``,
 ``run_autograder`` and the course's source).
 """
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import re
 import zipfile
 from collections.abc import Mapping, Sequence
@@ -38,17 +42,45 @@ from pathlib import Path
 from typing import Any
 
 from fleetlab.core.errors import InvalidInput
+from fleetlab.core.files import write_atomically
 from fleetlab.course.grading import registry
 from fleetlab.course.grading.display import format_points
-from fleetlab_instructor.grading.feedback import NOT_GRADED, case_line, not_attempted
-from fleetlab_instructor.grading.grade import GradeRow
-from fleetlab_instructor.grading.gradebook import Gradebook
-from fleetlab_instructor.grading.submissions import Submission, csv_cell
+from fleetlab_instructor.report.feedback import NOT_GRADED, case_line, not_attempted
+from fleetlab_instructor.grade.grade import GradeRow
+from fleetlab_instructor.report import gradebook
+from fleetlab_instructor.report.adjust import adjust, lateness
+from fleetlab_instructor.report.gradebook import Gradebook, late_cell
+from fleetlab_instructor.grade.submissions import Submission, csv_cell
 
 CANVAS_ID_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 CANVAS_MAXIMA = "Points Possible"
 ASSIGNMENT_HEADER = re.compile(r"^(?P<name>.*\S)\s*\((?P<id>\d+)\)$")
 _ROSTER_HINT = "pass the CSV that Canvas's Grades > Export wrote, with an assignment column per lab"
+
+
+def write_canvas(grades: Path, *, roster: Path, out: Path, columns: Mapping[str, str]) -> Gradebook:
+    """The report stage's entry for ``fleetlab gradebook canvas``: the gradebook at ``grades`` written to ``out`` as
+    the Canvas import for the roster at ``roster`` (``canvas_import``); the gradebook."""
+    book = gradebook.read_csv(grades)
+    header, students = read_roster(roster)
+    write_atomically(out, canvas_import(book, header, students, columns))
+    return book
+
+
+def write_results(shard: Path, *, out: Path, learner: str | None = None, collected: Path | None = None,
+                  penalty: float = 0.0, hidden_visibility: str = "after_due_date") -> dict[str, Any]:
+    """The report stage's entry for ``fleetlab gradebook gradescope``: ``learner``'s results.json (``results_json``)
+    from the shard file at ``shard``, with the lateness the collect in ``collected`` says and ``penalty`` taken,
+    written to ``out``; the results. ``learner`` may be None when the shard holds one learner only."""
+    part = gradebook.read_shard(shard)
+    graded = part.graded if learner is None else [(sub, row) for sub, row in part.graded if sub.learner == learner]
+    if not graded:
+        raise InvalidInput("--learner", f"{learner!r} has no notebook in {str(shard)!r}",
+                           hint=f"one of: {', '.join(sorted({sub.learner for sub, _ in part.graded}))}")
+    book, _ = adjust(part.book, late=lateness(collected, penalty), penalty=penalty)
+    results = results_json(graded, book, hidden_visibility=hidden_visibility)
+    write_atomically(out, json.dumps(results, indent=1))
+    return results
 
 
 def read_roster(path: Path) -> tuple[list[str], list[dict[str, str]]]:
@@ -148,11 +180,13 @@ def results_json(graded: Sequence[tuple[Submission, GradeRow]], book: Gradebook,
     learners = sorted({sub.learner for sub, _ in graded})
     if len(learners) != 1:
         raise InvalidInput("SHARD", f"holds {len(learners)} learners ({', '.join(map(repr, learners))}); a "
-                           "Gradescope submission is one learner's", hint="grade one submission per run")
+                           "Gradescope submission is one learner's",
+                           hint="name one with --learner, or grade one submission per run")
     (learner,) = learners
     scores = book.rows.get(learner, {})
     tests: list[dict[str, Any]] = []
-    output = []
+    late = (book.late or {}).get(learner)
+    output = [f"late: {late_cell(late)}"] if late else []
     for sub, row in graded:
         if row.error:
             output.append(f"{sub.path.name}: problems while grading: {row.error}")
@@ -160,7 +194,7 @@ def results_json(graded: Sequence[tuple[Submission, GradeRow]], book: Gradebook,
             if check_id.split(".", 1)[0] == sub.lab:
                 tests += _check_tests(check_id, most, scores.get(check_id) or 0.0, row, hidden_visibility)
     return {"score": float(format_points(sum(p for p in scores.values() if p is not None))),
-            "output": "\n".join(output) or "Graded by fleetlab: each case of each check below.",
+            "output": "\n".join(output or ["Graded by fleetlab: each case of each check below."]),
             "visibility": "visible", "stdout_visibility": "hidden", "tests": tests}
 
 

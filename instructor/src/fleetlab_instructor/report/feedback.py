@@ -29,9 +29,9 @@ from fleetlab.course.grading.display import format_points
 from fleetlab.course.grading.registry import readable_points
 from fleetlab.course.grading.runner import TOO_BUSY
 from fleetlab_instructor.checks import full_check, side_of
-from fleetlab_instructor.grading.grade import CaseReport, GradeRow
-from fleetlab_instructor.grading.gradebook import Gradebook
-from fleetlab_instructor.grading.submissions import Submission, learner_file_name
+from fleetlab_instructor.grade.grade import CaseReport, GradeRow
+from fleetlab_instructor.report.gradebook import Gradebook
+from fleetlab_instructor.grade.submissions import Submission, learner_file_name
 
 FITTED = ("it fails on inputs the public cases do not show: the answer may fit the public cases "
           "(values written in for them) rather than follow the rule the exercise states")

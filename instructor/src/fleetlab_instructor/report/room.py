@@ -33,10 +33,10 @@ from fleetlab.core.files import write_atomically
 from fleetlab.core.rendering import notebook_html
 from fleetlab.course.grading import registry
 from fleetlab_instructor.checks import side_of
-from fleetlab_instructor.grading.feedback import misconception
-from fleetlab_instructor.grading.grade import CaseReport, GradeRow
-from fleetlab_instructor.grading.gradebook import Gradebook
-from fleetlab_instructor.grading.submissions import Submission
+from fleetlab_instructor.report.feedback import misconception
+from fleetlab_instructor.grade.grade import CaseReport, GradeRow
+from fleetlab_instructor.report.gradebook import Gradebook
+from fleetlab_instructor.grade.submissions import Submission
 
 TOP = 3
 """Misconceptions shown per check: the room's most common ones."""

@@ -23,7 +23,7 @@ from importlib import resources
 from pathlib import Path
 
 from fleetlab.core.errors import InvalidInput
-from fleetlab_instructor.grading.assign import BEGIN, END, plan
+from fleetlab_instructor.handout.assign import BEGIN, END, plan
 
 SHIPPED = ("pyproject.toml", "LICENSE", "src/fleetlab", "tools/pyproject.toml", "tools/src/fleetlab_tools")
 """The distributions a learner installs: the library and the tooling, as they are in the course."""

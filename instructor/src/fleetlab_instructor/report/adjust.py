@@ -4,7 +4,7 @@
 
 1. a regrade gradebook (``fleetlab grade`` of one learner's notebooks) replaces
    that learner's cells for every lab it graded;
-2. a collect's manifest (``manifest.read_lateness``) fills the ``late`` column,
+2. a collect's manifest (``collect.manifest``'s ``Manifest.lateness``) fills the ``late`` column,
    and with a penalty (a share of the points per day late, each day begun
    counted whole) a late lab's checks lose that share, down to 0;
 3. the overrides file sets a cell to the points a facilitator decided, after
@@ -31,9 +31,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fleetlab.core.errors import InvalidInput
+from fleetlab.core.files import write_atomically
 from fleetlab.course.grading.display import format_points
-from fleetlab_instructor.grading.gradebook import Gradebook
-from fleetlab_instructor.grading.submissions import csv_cell
+from fleetlab_instructor.collect.manifest import read_manifest
+from fleetlab_instructor.report import gradebook
+from fleetlab_instructor.report.gradebook import Gradebook
+from fleetlab_instructor.grade.submissions import csv_cell
 
 OVERRIDE_COLUMNS = ("learner", "check", "points", "reason")
 _HINT = "an overrides file is a CSV with the header learner,check,points,reason and one decision per row"
@@ -55,6 +58,43 @@ class Overridden:
 
     override: Override
     graded: float | None
+
+
+@dataclass(frozen=True)
+class Adjusted:
+    """What ``adjust_gradebook`` wrote: the adjusted gradebook, each override as applied, and the reasons' file."""
+
+    book: Gradebook
+    applied: list[Overridden]
+    reasons: Path | None
+
+
+def adjust_gradebook(grades: Path, *, out: Path, regrades: Sequence[Path] = (), collected: Path | None = None,
+                     penalty: float = 0.0, overrides: Path | None = None) -> Adjusted:
+    """The report stage's entry for ``fleetlab gradebook adjust``: the gradebook at ``grades`` adjusted (``adjust``)
+    with the gradebooks at ``regrades``, the lateness the collect in ``collected`` says and ``penalty``, and the
+    overrides file; written to ``out``, and the reasons (when any override applied) beside it."""
+    book, applied = adjust(gradebook.read_csv(grades), regrades=[gradebook.read_csv(path) for path in regrades],
+                           late=lateness(collected, penalty), penalty=penalty,
+                           overrides=[] if overrides is None else read_overrides(overrides))
+    gradebook.write_csv(book, out)
+    reasons = out.with_name(out.stem + ".reasons.csv") if applied else None
+    if reasons is not None:
+        write_atomically(reasons, reasons_csv(applied))
+    return Adjusted(book, applied, reasons)
+
+
+def lateness(collected: Path | None, penalty: float) -> dict[tuple[str, str], int] | None:
+    """The days late the manifest of the collect in ``collected`` says (``Manifest.lateness``); None without one.
+
+    Raises InvalidInput for a ``penalty`` without ``collected``: lateness comes only from a collect.
+    """
+    if collected is None:
+        if penalty:
+            raise InvalidInput("--late-penalty", "needs --collected: lateness is read from a collect's manifest",
+                               hint="name the --out folder of the collect made after the deadline with --on-time")
+        return None
+    return read_manifest(collected).lateness()
 
 
 def read_overrides(path: Path) -> list[Override]:

@@ -53,8 +53,8 @@ from fleetlab.core.errors import InvalidInput
 from fleetlab.core.files import write_atomically
 from fleetlab.course.grading import registry
 from fleetlab.course.grading.display import format_points
-from fleetlab_instructor.grading.grade import CaseReport, CheckReport, GradeRow
-from fleetlab_instructor.grading.submissions import Shard, Submission, csv_cell, parse_run, parse_shard
+from fleetlab_instructor.grade.grade import CaseReport, CheckReport, GradeRow
+from fleetlab_instructor.grade.submissions import Shard, Submission, csv_cell, parse_run, parse_shard
 
 LEARNER_COLUMN = "learner"
 LATE_COLUMN = "late"

@@ -1,6 +1,6 @@
 """Grade submitted notebooks: an ordered list of small named steps per notebook.
 
-    prepare -> execute -> hand in -> judge -> report
+    prepare -> execute -> hand in -> release the kernel -> judge -> report
 
 The learner's kernel only runs the learner's cells and hands the answers
 over: a last cell the grader appends (``session.hand_in``) writes each
@@ -53,11 +53,11 @@ from fleetlab.course.grading.registry import Check
 from fleetlab.course.grading.results import CaseResult, CheckStatus, conclude
 from fleetlab.course.judge import sandbox
 from fleetlab_instructor.checks import full_check, full_checks
-from fleetlab_instructor.grading.cells import cell_name
-from fleetlab_instructor.grading.demos import cells_to_skip
-from fleetlab_instructor.grading.judging import JudgeServer, Verdicts, judge_answers
-from fleetlab_instructor.grading.environment import kernel_env, measure_graded_backend, share_fidelity_tables
-from fleetlab_instructor.grading.submissions import Unreadable, lab_of, read_notebook
+from fleetlab_instructor.grade.cells import cell_name
+from fleetlab_instructor.handout.demos import cells_to_skip
+from fleetlab_instructor.grade.judging import JudgeServer, Verdicts, judge_answers
+from fleetlab_instructor.grade.environment import kernel_env, measure_graded_backend, share_fidelity_tables
+from fleetlab_instructor.grade.submissions import Unreadable, lab_of, read_notebook
 
 CHECK_CALL = re.compile(r"""\bcheck\(\s*["'](\d\d\.[a-z0-9][a-z0-9_-]*)["']""")
 SCORED = (CheckStatus.PASS, CheckStatus.FAIL)  # a fail keeps the points of the cases it passed
@@ -146,6 +146,8 @@ class Job:
     checks: dict[str, CheckReport] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     row: GradeRow | None = None
+    kernel_place: threading.Semaphore | None = None
+    """The bound on kernels running at once whose place this job holds until its kernel is released."""
 
 
 def prepare(job: Job) -> None:
@@ -248,10 +250,17 @@ def read_handed_in(path: Path) -> bytes | str:
     return data
 
 
-def judge(job: Job) -> None:
-    """Stop the kernel, have the judge run every graded check on the answers, and score its verdicts."""
+def release_kernel(job: Job) -> None:
+    """Stop the notebook's kernel and give back its place among the kernels running at once; again, nothing."""
     if job.kernel is not None:
         job.kernel.shutdown()
+    if job.kernel_place is not None:
+        job.kernel_place.release()
+        job.kernel_place = None
+
+
+def judge(job: Job) -> None:
+    """Have the judge run every graded check on the answers (the kernel stopped before), and score its verdicts."""
     if job.answers is None:
         return
     verdicts = job.judge(list(job.graded.values()), job.answers, job.limits.grading)
@@ -295,40 +304,33 @@ STEPS: tuple[tuple[str, Callable[[Job], None]], ...] = (
     ("prepare", prepare),
     ("execute", execute),
     ("hand in", hand_in),
+    ("release the kernel", release_kernel),
     ("judge", judge),
     ("report", report),
 )
 
 
 def grade_job(job: Job, kernels: threading.Semaphore | None = None) -> GradeRow:
-    """Take ``job`` through every step; the kernel is always stopped, a report always made.
+    """Take ``job`` through ``STEPS``, in order; a step that raises ends them there, as this notebook's error.
+    The kernel is always released, and the report always made.
 
-    ``kernels`` bounds the kernels running at once: this job holds one of its
-    places from the first step until its kernel is stopped, before it is judged.
+    ``kernels`` bounds the kernels running at once: this job takes one of its places
+    before the first step and gives it back when its kernel is released, before it is judged.
     """
-    held = kernels is not None and kernels.acquire()
+    if kernels is not None:
+        kernels.acquire()
+        job.kernel_place = kernels
     try:
         for name, step in STEPS[:-1]:
-            if name == "judge" and held:
-                _stop_kernel(job)
-                kernels.release()
-                held = False
             try:
                 step(job)
             except Exception as exc:  # a grader bug or a broken kernel channel: this notebook only
                 job.errors.append(f"grading step {name!r} failed ({_short(exc)})")
                 break
     finally:
-        _stop_kernel(job)
-        if held:
-            kernels.release()
+        release_kernel(job)
     report(job)
     return job.row
-
-
-def _stop_kernel(job: Job) -> None:
-    if job.kernel is not None:
-        job.kernel.shutdown()
 
 
 def grade_notebooks(

@@ -1,1 +1,0 @@
-"""Batch grading of submitted notebooks and writing the student notebooks."""
