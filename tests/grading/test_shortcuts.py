@@ -117,6 +117,49 @@ def test_in_the_answer_process_a_lazy_import_of_it_scores_nothing_and_the_next_a
     assert graded("05.bill", side_of("05.bill").reference, answers)["status"] == "pass"
 
 
+def profile_off(cpm, steps, seconds, prices):
+    import sys
+    import threading
+
+    sys.setprofile(None)
+    threading.setprofile(None)
+    return lazily_imported(cpm, steps, seconds, prices)
+
+
+def watch_emptied(cpm, steps, seconds, prices):
+    import sys
+
+    sys.modules["fleetlab.course.grading.shortcuts"]._process_watch.reset({})
+    return lazily_imported(cpm, steps, seconds, prices)
+
+
+def module_rerun(cpm, steps, seconds, prices):
+    import importlib
+
+    from fleetlab.composition.scaling import capacity as sizing
+
+    importlib.reload(sizing)
+    return lazily_imported(cpm, steps, seconds, prices)
+
+
+def code_put_back(cpm, steps, seconds, prices):
+    from fleetlab.composition.scaling import capacity as sizing
+
+    sizing.capacity.__code__ = in_a_thread.__code__
+    return lazily_imported(cpm, steps, seconds, prices)
+
+
+@pytest.mark.parametrize("answer", [profile_off, watch_emptied, module_rerun, code_put_back])
+def test_an_answer_that_turns_the_watch_off_or_reruns_the_library_still_scores_nothing(answer):
+    """The implementing functions are disarmed in the answer process: they raise, whatever the answer did first."""
+    with AnswerHost(refuse_borrowed=False) as host:
+        verdict = graded("05.bill", answer, host)
+        said = " ".join([verdict["diagnosis"], *(case["diagnosis"] for case in verdict["cases"])])
+        assert verdict["status"] != "pass" and not any(case["status"] == "pass" for case in verdict["cases"])
+        assert OWN_CODE in said, said
+        assert graded("05.burst", side_of("05.burst").reference, host)["status"] == "pass"  # a check of its own
+
+
 LIBRARYS = [(check.id, wrong) for lab in registry.shipped_labs() for check in registry.checks_of(lab)
             for wrong in side_of(check.id).wrong_answers if wrong.name.startswith("the library's")]
 

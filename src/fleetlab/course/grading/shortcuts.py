@@ -11,7 +11,13 @@ Where the hook is on: in the notebook only while the harness calls the
 answer (``Watch.wrap``), so the harness itself may use the library; in the
 grader's answer process, where nothing but the answer's code runs, for the
 whole life of the process, reset each time an answer is loaded there
-(``watch_answer_process``, ``expect``, ``taken``).
+(``watch_answer_process``, ``expect``, ``taken``). There the watch alone would
+not do: the answer's own code could turn it off (``sys.setprofile(None)``,
+the watch's state) or run the module again for fresh copies
+(``importlib.reload``). So ``expect`` also disarms the functions themselves:
+their code is replaced by one that raises ``ShortcutRefused`` (the original
+is kept nowhere), and an audit hook, which no Python code can remove,
+refuses to run their modules' code again.
 
 An answer that is data (a pattern dict) was computed before any case ran:
 there the notebook cells that define it are read (``called_in_cells``).
@@ -63,6 +69,11 @@ def implementing(check: Check) -> Mapping[CodeType, str]:
 
 def _code_of(path: str) -> CodeType:
     """The code object of the function, method or property at dotted ``path``; LookupError when there is none."""
+    return _function_of(path).__code__
+
+
+def _function_of(path: str) -> Any:
+    """The function (of a method or property: its underlying one) at dotted ``path``; LookupError when none."""
     parts = path.split(".")
     for split in range(len(parts) - 1, 0, -1):
         try:
@@ -72,9 +83,9 @@ def _code_of(path: str) -> CodeType:
         for name in parts[split:]:
             target = inspect.getattr_static(target, name, None)
         target = getattr(target, "__func__", getattr(target, "fget", target))  # a class- or staticmethod, a property
-        code = getattr(inspect.unwrap(target), "__code__", None) if target is not None else None
-        if isinstance(code, CodeType):
-            return code
+        function = inspect.unwrap(target) if target is not None else None
+        if isinstance(getattr(function, "__code__", None), CodeType):
+            return function
         break
     raise LookupError(f"implemented_by names {path!r}, which is no function of the library")
 
@@ -159,9 +170,59 @@ def watch_answer_process() -> None:
     sys.setprofile(_process_watch.saw)
 
 
+class ShortcutRefused(Exception):
+    """Raised in the grader's answer process by a disarmed implementing function, or a rerun of its module."""
+
+
+_disarmed: list[tuple[str, ...]] = []
+
+
 def expect(implemented_by: tuple[str, ...]) -> None:
-    """From now on, note the calls of the ``implemented_by`` functions (and forget what was noted)."""
-    _process_watch.reset(_resolved(implemented_by))
+    """From now on, the ``implemented_by`` functions raise ShortcutRefused and their calls are noted (what was noted
+    is forgotten). Once per answer process (one check's answers): a process that disarmed other functions
+    raises RuntimeError. Stops an answer that turns the watch off and then calls one (it raises instead of
+    answering), and one that reruns their module for fresh copies (``importlib.reload``: refused)."""
+    if _disarmed and _disarmed[0] != implemented_by:
+        raise RuntimeError("an answer process disarms one check's implementing functions: start a fresh one")
+    if not _disarmed:
+        _disarm(implemented_by)
+        _disarmed.append(implemented_by)
+    _process_watch.reset({_function_of(path).__code__: path for path in implemented_by})
+
+
+def _disarm(implemented_by: tuple[str, ...]) -> None:
+    """Replace each function's code with a tripwire, and refuse from now on to run their modules' code again."""
+    files = set()
+    for path in implemented_by:
+        function = _function_of(path)
+        files.add(function.__code__.co_filename)
+        function.__code__ = _tripwire(path)
+    refuse_rerun: dict[str, Any] = {}
+    exec(compile(_RERUN_REFUSED.format(files=tuple(sorted(files))), "<fleetlab: reruns refused>", "exec"),
+         vars(sys.modules[__name__]), refuse_rerun)
+    sys.addaudithook(refuse_rerun["refuse_rerun"])
+
+
+def _tripwire(path: str) -> CodeType:
+    """Code that takes any arguments and raises ShortcutRefused naming ``path`` (it runs with the globals of the
+    function it replaces: it finds the exception by importing this module)."""
+    source = (f"def tripped(*args, **kwargs):\n"
+              f"    raise __import__({__name__!r}, fromlist=['_']).ShortcutRefused({diagnosis([path])!r})\n")
+    made: dict[str, Any] = {}
+    exec(compile(source, f"<fleetlab: {path} refused>", "exec"), {}, made)
+    return made["tripped"].__code__
+
+
+_RERUN_REFUSED = '''def refuse_rerun(event, args):
+    if event == "exec" and args[0].co_filename in {files!r}:
+        raise ShortcutRefused("this exercise asks for your own code: running the library's module that implements "
+                              "it again (importlib.reload, a fresh import) is refused; write the logic yourself")
+    if event == "object.__setattr__" and args[1] == "__code__":
+        raise ShortcutRefused("this exercise asks for your own code: replacing a function's code is refused in "
+                              "the grader; write the logic yourself")
+'''
+"""The audit hook. Its files are constants of its code, and replacing a function's code is refused: no answer can
+change what it refuses (nor put a disarmed function's code back)."""
 
 
 def taken() -> list[str]:
