@@ -185,7 +185,8 @@ def expect(implemented_by: tuple[str, ...]) -> None:
     if _disarmed and _disarmed[0] != implemented_by:
         raise RuntimeError("an answer process disarms one check's implementing functions: start a fresh one")
     if not _disarmed:
-        _disarm(implemented_by)
+        if implemented_by:
+            _disarm(implemented_by)
         _disarmed.append(implemented_by)
     _process_watch.reset({_function_of(path).__code__: path for path in implemented_by})
 
