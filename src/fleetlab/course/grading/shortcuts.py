@@ -366,3 +366,74 @@ def _codes_reached(value: Any, depth: int = 2) -> list[CodeType]:
 def _code_in(module: Any, name: str) -> CodeType | None:
     value = getattr(inspect.getattr_static(module, name, None), "__code__", None)
     return value if isinstance(value, CodeType) else None
+
+
+# --- an answer that is data, read by the grader from the notebook's own text ------------------------------------------
+
+
+def called_in_source(check: Check, cells: Sequence[str]) -> list[str]:
+    """``called_in_cells`` read from the notebook's code cells as the grader holds them, not from a kernel's state
+    (its own code can clear ``In`` or change the hand-in): the implementing functions of ``check`` that the
+    statements building its data answer call, directly or through a notebook function, by a name the cells'
+    imports give them (or their own name)."""
+    if not (check.answer and check.implemented_by):
+        return []
+    trees = _parsed(list(cells))
+    imported = _imports(trees)
+    defined = {node.name: node for tree in trees for node in ast.walk(tree)
+               if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    statements = [statement for tree in trees for statement in _statements(tree)]
+    variables = {name: None for statement in statements for target in _targets(statement)
+                 for name in _names_of(target)}  # every one followed: the text says nothing of their values
+    found: list[str] = []
+    for statement in _building(statements, check.answer, variables):
+        for called in _called(statement, imported, defined, depth=2):
+            found += [path for path in check.implemented_by if _names(called, path) and path not in found]
+    return found
+
+
+def _imports(trees: Sequence[ast.Module]) -> dict[str, str]:
+    """Each name the cells' imports bind, to the dotted path it stands for."""
+    bound: dict[str, str] = {}
+    for tree in trees:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    bound[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else alias.name.split(".")[0]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                for alias in node.names:
+                    bound[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return bound
+
+
+def _called(tree: ast.AST, imported: Mapping[str, str], defined: Mapping[str, ast.AST], depth: int) -> list[str]:
+    """The dotted names ``tree`` calls, and those the notebook functions it calls call, ``depth`` levels down."""
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            name = _dotted(node.func, imported)
+            if name in defined and depth:
+                names += _called(defined[name], imported, defined, depth - 1)
+            elif name in ("eval", "exec") and node.args and isinstance(node.args[0], ast.Constant) and depth:
+                names += [called for tree in _parsed([str(node.args[0].value)])
+                          for called in _called(tree, imported, defined, depth - 1)]  # code given as text
+            elif name:
+                names.append(name)
+    return names
+
+
+def _dotted(node: ast.expr, imported: Mapping[str, str]) -> str:
+    if isinstance(node, ast.Name):
+        return imported.get(node.id, node.id)
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value.func if isinstance(node.value, ast.Call) else node.value, imported)
+        return f"{base}.{node.attr}" if base else ""
+    return ""
+
+
+def _names(called: str, path: str) -> bool:
+    """Whether the dotted name ``called`` is the function at ``path``: that path, or its own name (with its class,
+    for a method), alone or after a module or package that re-exports it."""
+    parts = path.split(".")
+    own = ".".join(parts[-2:]) if len(parts) > 1 and parts[-2][:1].isupper() else parts[-1]
+    return called == path or called == own or (called.endswith("." + own) and called.startswith("fleetlab."))
