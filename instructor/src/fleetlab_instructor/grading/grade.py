@@ -154,7 +154,8 @@ def prepare(job: Job) -> None:
     """Read the notebook, clear its outputs, and note the checks of its lab (from its name) and those it calls.
 
     Each check and its maximum come from the grader's own registry; a called
-    check it does not know keeps no maximum and scores nothing.
+    check it does not know keeps no maximum and scores nothing. The cells that
+    build a data answer are read here for the library's own answer (``Job.built_by``).
     """
     if isinstance(job.text, Unreadable):
         job.errors.append(str(job.text))

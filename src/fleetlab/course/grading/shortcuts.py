@@ -20,7 +20,9 @@ is kept nowhere), and an audit hook, which no Python code can remove,
 refuses to run their modules' code again.
 
 An answer that is data (a pattern dict) was computed before any case ran:
-there the notebook cells that define it are read (``called_in_cells``).
+there the notebook cells that define it are read, in the kernel from its
+history (``called_in_cells``, for ``check()``), and by the grader from the
+notebook's own text (``called_in_source``), which no kernel code can change.
 """
 
 from __future__ import annotations
