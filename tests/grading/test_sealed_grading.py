@@ -32,6 +32,7 @@ import psutil
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
+import fleetlab_instructor
 from fleetlab_instructor.checks.lab01.visibility import HIDDEN
 from fleetlab_instructor.report.gradebook import LEARNER_COLUMN, MAXIMA_ROW
 from fleetlab.course.judge import sandbox
@@ -77,6 +78,71 @@ for top in ["/", os.path.expanduser("~"), os.getcwd(), "/tmp", "/work", "/root"]
 secrets = "\\n".join(found)"""
 """Every file of interest the process can read: the hidden cases' request, the instructor's checks, gradebooks,
 other learners' hand-ins."""
+PROBE = """def reached():
+    import os, socket
+    found = []
+    named = [line.split()[-1] for line in open("/proc/net/unix").read().splitlines()[1:] if len(line.split()) > 7]
+    for address in [name for name in named if name.startswith("@")] + [os.environ.get("FLEETLAB_WARM_KERNELS", "/none")]:
+        probe = socket.socket(socket.AF_UNIX)
+        try:
+            probe.connect(address.replace("@", "\\0", 1) if address.startswith("@") else address)
+            found.append(f"unix socket {address}")
+        except OSError:
+            pass
+    for port in (22, 80, 443, 2375, 5000, 6443, 8888):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            found.append(f"tcp {port}")
+        except OSError:
+            pass
+    for pid in [name for name in os.listdir("/proc") if name.isdigit()]:
+        try:
+            command = open(f"/proc/{pid}/cmdline", "rb").read()
+        except OSError:
+            continue
+        if any(word in command for word in (b"fleetlab\\0grade", b"pytest", b"kernel_launcher")):
+            found.append(f"process {pid}: {command[:60]!r}")
+    for path in ("/sys/kernel", "/dev/vda", "/dev/mem", "/root/.bash_history", INSTRUCTORS):
+        if os.path.exists(path):
+            found.append(path)
+    for variable in os.environ:
+        if variable.startswith(("AWS_ACCESS", "AWS_SECRET", "AWS_SESSION", "GITHUB", "KUBE")):
+            found.append(variable)
+    return found"""
+"""What a process can reach beyond its sandbox: unix sockets (abstract ones, the warm template's), a port on the
+host's loopback, the grader's or a launcher's process, the host's /sys, devices and files, the instructor's
+package's folder, credentials."""
+PROBER = f"INSTRUCTORS = {str(Path(fleetlab_instructor.__file__).parent)!r}\n" + PROBE + """
+REACHED_IN_THE_KERNEL = reached()
+
+def choose_visibility(step_times):
+    raise RuntimeError(f"reached in the kernel: {REACHED_IN_THE_KERNEL}; in the answer: {reached()}")"""
+SHORTCUT_LAB = "03_poison_and_dlq"
+OWN_BATCH = """def batch_response(event, process, fifo):
+    failed = []
+    for record in event["Records"]:
+        if fifo and failed:
+            failed.append(record["messageId"])
+            continue
+        try:
+            process(record)
+        except Exception:
+            failed.append(record["messageId"])
+    return {"batchItemFailures": [{"itemIdentifier": message} for message in failed]}"""
+LIBRARY_CALL = """
+    from fleetlab.services.sqs.esm import partial_batch_response
+    return partial_batch_response(event, process, fifo=fifo)"""
+SHORTCUTS = {
+    "unprofiler": "def batch_response(event, process, fifo):\n    import sys, threading\n    sys.setprofile(None)"
+                  "\n    threading.setprofile(None)" + LIBRARY_CALL,
+    "unwatcher": "def batch_response(event, process, fifo):\n    import sys\n"
+                 "    sys.modules['fleetlab.course.grading.shortcuts']._process_watch.reset({})" + LIBRARY_CALL,
+    "reloader": "def batch_response(event, process, fifo):\n    import importlib, fleetlab.services.sqs.esm as esm\n"
+                "    importlib.reload(esm)" + LIBRARY_CALL,
+}
+"""Answers to 03.batch that call the library's own answer after turning the grader's watch off, emptying it or
+rerunning the library's module: each scores nothing, beside the victim's own code (3 points). They attack the
+watch, not the sandbox: graded in the root batch only."""
 ATTACKS = {
     "reference": (WRONG, READ_REFERENCE),
     "walker": (WRONG, WALK_FOR_SECRETS + "\nprint(secrets)\n" + """
@@ -131,6 +197,7 @@ try:
     os.kill(-1, 9)
 except OSError:
     pass"""),
+    "prober": (PROBER, ""),
     "relinker": (WRONG, """import os
 
 def relink(result):  # after the hand-in cell: the grader would read /dev/zero for ever
@@ -161,8 +228,9 @@ print("forked", children)"""),
 }
 
 
-def notebook(answer: str, attack: str) -> nbformat.NotebookNode:
-    cells = ["from fleetlab import check", answer, *([attack] if attack else []), CHECK]
+
+def notebook(answer: str, attack: str, check: str = CHECK) -> nbformat.NotebookNode:
+    cells = ["from fleetlab import check", answer, *([attack] if attack else []), check]
     return new_notebook(cells=[new_markdown_cell("# Lab 01")] + [new_code_cell(source) for source in cells])
 
 
@@ -202,6 +270,9 @@ def batch(request, tmp_path_factory):
     nbformat.write(notebook(RIGHT, ""), submissions / f"victim_{LAB}.ipynb")
     for learner, (answer, attack) in ATTACKS.items():
         nbformat.write(notebook(answer, attack), submissions / f"{learner}_{LAB}.ipynb")
+    for learner, answer in ({"victim": OWN_BATCH, **SHORTCUTS} if request.param == "root" else {}).items():
+        nbformat.write(notebook(answer, "", 'check("03.batch", batch_response)'),
+                       submissions / f"{learner}_{SHORTCUT_LAB}.ipynb")
     command = [str(FLEETLAB), "grade", str(submissions), "--out", str(out / "grades.csv"), "--cell-timeout", "60"]
     env = {**os.environ, "HOME": str(work), "FLEETLAB_HOME": str(work / ".fleetlab")}
     env.pop("FLEETLAB_FIDELITY_CACHE", None)
@@ -221,6 +292,22 @@ def batch(request, tmp_path_factory):
 def test_the_victim_scores_its_full_points_whatever_the_room_does(batch):
     rows, *_ = batch
     assert float(rows["victim"]["01.visibility"]) == 2
+    if "03.batch" in rows["victim"]:
+        assert float(rows["victim"]["03.batch"]) == 3
+
+
+@pytest.mark.parametrize("learner", sorted(SHORTCUTS))
+def test_an_answer_that_dodges_the_shortcut_watch_scores_nothing(batch, learner):
+    rows, feedback, *_ = batch
+    if learner not in rows:
+        pytest.skip("graded in the root batch only")
+    assert float(rows[learner]["03.batch"]) == 0
+    assert "this exercise asks for your own code" in feedback[learner]
+
+
+def test_a_prober_reaches_nothing_beyond_its_sandbox_from_its_kernel_or_its_answer(batch):
+    _, feedback, *_ = batch
+    assert "reached in the kernel: []; in the answer: []" in feedback["prober"], feedback["prober"][:3000]
 
 
 @pytest.mark.parametrize("learner", sorted(ATTACKS))
@@ -240,7 +327,7 @@ def test_no_feedback_holds_the_instructors_side_or_a_hidden_case(batch):
 def test_the_gradebook_is_the_graders_alone(batch):
     rows, _, out, _ = batch
     assert sorted(path.name for path in out.iterdir()) == ["feedback", "grades.csv", "grades.csv.journal"]
-    assert set(rows) == {"victim", *ATTACKS}
+    assert set(rows) - set(SHORTCUTS) == {"victim", *ATTACKS}
 
 
 def test_nothing_an_attacker_started_outlives_the_batch(batch):

@@ -117,6 +117,49 @@ def test_in_the_answer_process_a_lazy_import_of_it_scores_nothing_and_the_next_a
     assert graded("05.bill", side_of("05.bill").reference, answers)["status"] == "pass"
 
 
+def profile_off(cpm, steps, seconds, prices):
+    import sys
+    import threading
+
+    sys.setprofile(None)
+    threading.setprofile(None)
+    return lazily_imported(cpm, steps, seconds, prices)
+
+
+def watch_emptied(cpm, steps, seconds, prices):
+    import sys
+
+    sys.modules["fleetlab.course.grading.shortcuts"]._process_watch.reset({})
+    return lazily_imported(cpm, steps, seconds, prices)
+
+
+def module_rerun(cpm, steps, seconds, prices):
+    import importlib
+
+    from fleetlab.composition.scaling import capacity as sizing
+
+    importlib.reload(sizing)
+    return lazily_imported(cpm, steps, seconds, prices)
+
+
+def code_put_back(cpm, steps, seconds, prices):
+    from fleetlab.composition.scaling import capacity as sizing
+
+    sizing.capacity.__code__ = in_a_thread.__code__
+    return lazily_imported(cpm, steps, seconds, prices)
+
+
+@pytest.mark.parametrize("answer", [profile_off, watch_emptied, module_rerun, code_put_back])
+def test_an_answer_that_turns_the_watch_off_or_reruns_the_library_still_scores_nothing(answer):
+    """The implementing functions are disarmed in the answer process: they raise, whatever the answer did first."""
+    with AnswerHost(refuse_borrowed=False) as host:
+        verdict = graded("05.bill", answer, host)
+        said = " ".join([verdict["diagnosis"], *(case["diagnosis"] for case in verdict["cases"])])
+        assert verdict["status"] != "pass" and not any(case["status"] == "pass" for case in verdict["cases"])
+        assert OWN_CODE in said, said
+        assert graded("05.burst", side_of("05.burst").reference, host)["status"] == "pass"  # a check of its own
+
+
 LIBRARYS = [(check.id, wrong) for lab in registry.shipped_labs() for check in registry.checks_of(lab)
             for wrong in side_of(check.id).wrong_answers if wrong.name.startswith("the library's")]
 
@@ -235,6 +278,10 @@ def test_the_grader_scores_a_lazily_imported_library_call_nothing_and_says_why(f
 
 def test_the_grader_scores_a_pattern_built_by_the_library_nothing_and_a_hand_written_one_in_full(tmp_path):
     cells = {"built": "billing_pattern = keep_out(COMPLETED_STEPS)",
+             "forgotten": "billing_pattern = keep_out(COMPLETED_STEPS)\nIn.clear()",  # the history the kernel reads
+             "unwatched": "import fleetlab.course.grading.shortcuts as watch\nwatch.called_in_cells = lambda *_: []\n"
+                          "billing_pattern = keep_out(COMPLETED_STEPS)",
+             "evaluated": "billing_pattern = eval('keep_out(COMPLETED_STEPS)')",
              "written": f"billing_pattern = {replays.excluding_replays(COMPLETED_STEPS)!r}"}
     for learner, source in cells.items():
         nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
@@ -246,6 +293,27 @@ def test_the_grader_scores_a_pattern_built_by_the_library_nothing_and_a_hand_wri
     assert main(["grade", *notebooks, "--out", str(out), "--feedback", str(feedback)]) == 0
     with out.open(newline="") as file:
         rows = {row["learner"]: row["06.pattern"] for row in csv.DictReader(file) if row["learner"] in cells}
-    assert rows == {"built": "0", "written": "2"}
+    assert rows == {"built": "0", "forgotten": "0", "unwatched": "0", "evaluated": "0", "written": "2"}
     said = (feedback / "built.md").read_text()
     assert OWN_CODE in said and f"`{EXCLUDING}`" in said
+
+
+READ = ("from fleetlab.course.experiments.replay import COMPLETED_STEPS\n"
+        "from fleetlab.services.events import replay as replays")
+
+
+@pytest.mark.parametrize(("cells", "taken"), [
+    ([READ, "billing_pattern = replays.excluding_replays(COMPLETED_STEPS)"], [EXCLUDING]),
+    (["from fleetlab.services.events.replay import excluding_replays as keep", "base = dict(COMPLETED_STEPS)",
+      "billing_pattern = keep(base)"], [EXCLUDING]),
+    ([READ, "def make(pattern):\n    return replays.excluding_replays(pattern)", "billing_pattern = make(COMPLETED_STEPS)"],
+     [EXCLUDING]),
+    ([READ, "billing_pattern = eval('replays.excluding_replays(COMPLETED_STEPS)')"], [EXCLUDING]),
+    ([READ, "no_replays = replays.excluding_replays(COMPLETED_STEPS)", "billing_pattern = {'source': ['fleet']}"], []),
+    ([READ, "def excluding_replays(pattern):\n    return {**pattern, 'replay-name': [{'exists': False}]}",
+      "billing_pattern = excluding_replays(COMPLETED_STEPS)"], []),
+])
+def test_the_grader_reads_the_cells_that_build_a_pattern_from_the_notebooks_text(cells, taken):
+    """Aliases, notebook helpers and code given to eval count; the library's call beside the answer and a notebook
+    function of the same name do not."""
+    assert shortcuts.called_in_source(PATTERN, cells) == taken

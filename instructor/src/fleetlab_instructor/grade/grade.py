@@ -48,7 +48,7 @@ from nbformat import NotebookNode
 
 from fleetlab.core.errors import InvalidInput
 from fleetlab.course.judge.server import keep_memory_private
-from fleetlab.course.grading import registry
+from fleetlab.course.grading import registry, shortcuts
 from fleetlab.course.grading.registry import Check
 from fleetlab.course.grading.results import CaseResult, CheckStatus, conclude
 from fleetlab.course.judge import sandbox
@@ -145,6 +145,8 @@ class Job:
     scores: dict[str, float] = field(default_factory=dict)
     checks: dict[str, CheckReport] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    built_by: dict[str, list[str]] = field(default_factory=dict)
+    """The implementing functions the cells that build a data answer call, by check, read here (``prepare``)."""
     row: GradeRow | None = None
     kernel_place: threading.Semaphore | None = None
     """The bound on kernels running at once whose place this job holds until its kernel is released."""
@@ -154,7 +156,8 @@ def prepare(job: Job) -> None:
     """Read the notebook, clear its outputs, and note the checks of its lab (from its name) and those it calls.
 
     Each check and its maximum come from the grader's own registry; a called
-    check it does not know keeps no maximum and scores nothing.
+    check it does not know keeps no maximum and scores nothing. The cells that
+    build a data answer are read here for the library's own answer (``Job.built_by``).
     """
     if isinstance(job.text, Unreadable):
         job.errors.append(str(job.text))
@@ -173,6 +176,9 @@ def prepare(job: Job) -> None:
                     job.graded[check_id] = check
                 job.max_points.setdefault(check_id, None)
     job.max_points.update((check_id, check.points) for check_id, check in job.graded.items())
+    sources = [cell.source for cell in nb.cells if cell.cell_type == "code"]
+    job.built_by = {check_id: taken for check_id, check in job.graded.items()
+                    if (taken := shortcuts.called_in_source(check, sources))}
     job.nb = nb
 
 
@@ -272,10 +278,21 @@ def judge(job: Job) -> None:
             if check_id in job.graded:
                 job.checks[check_id] = _check_report(verdict)
                 job.scores[check_id] = earned(job.graded[check_id], verdict)
+        _refuse_built_by_the_library(job)
     except (KeyError, TypeError, ValueError) as exc:
         job.scores.clear()
         job.checks.clear()
         job.errors.append(f"grades were malformed ({_short(exc)}); scores withheld")
+
+
+def _refuse_built_by_the_library(job: Job) -> None:
+    """A data answer its cells built with the exercise's implementing functions, as the grader reads the notebook,
+    scores nothing, whatever the kernel's hand-in said (its code could clear ``In`` or change the hand-in)."""
+    for check_id, taken in job.built_by.items():
+        if check_id in job.checks:
+            refused = shortcuts.refused_shortcut(job.graded[check_id], taken, graded=True)
+            job.checks[check_id] = CheckReport(str(refused.status), refused.diagnosis, ())
+            job.scores[check_id] = 0.0
 
 
 def earned(check: Check, verdict: Mapping[str, Any]) -> float:

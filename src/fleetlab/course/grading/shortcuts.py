@@ -11,10 +11,18 @@ Where the hook is on: in the notebook only while the harness calls the
 answer (``Watch.wrap``), so the harness itself may use the library; in the
 grader's answer process, where nothing but the answer's code runs, for the
 whole life of the process, reset each time an answer is loaded there
-(``watch_answer_process``, ``expect``, ``taken``).
+(``watch_answer_process``, ``expect``, ``taken``). There the watch alone would
+not do: the answer's own code could turn it off (``sys.setprofile(None)``,
+the watch's state) or run the module again for fresh copies
+(``importlib.reload``). So ``expect`` also disarms the functions themselves:
+their code is replaced by one that raises ``ShortcutRefused`` (the original
+is kept nowhere), and an audit hook, which no Python code can remove,
+refuses to run their modules' code again.
 
 An answer that is data (a pattern dict) was computed before any case ran:
-there the notebook cells that define it are read (``called_in_cells``).
+there the notebook cells that define it are read, in the kernel from its
+history (``called_in_cells``, for ``check()``), and by the grader from the
+notebook's own text (``called_in_source``), which no kernel code can change.
 """
 
 from __future__ import annotations
@@ -63,6 +71,11 @@ def implementing(check: Check) -> Mapping[CodeType, str]:
 
 def _code_of(path: str) -> CodeType:
     """The code object of the function, method or property at dotted ``path``; LookupError when there is none."""
+    return _function_of(path).__code__
+
+
+def _function_of(path: str) -> Any:
+    """The function (of a method or property: its underlying one) at dotted ``path``; LookupError when none."""
     parts = path.split(".")
     for split in range(len(parts) - 1, 0, -1):
         try:
@@ -72,9 +85,9 @@ def _code_of(path: str) -> CodeType:
         for name in parts[split:]:
             target = inspect.getattr_static(target, name, None)
         target = getattr(target, "__func__", getattr(target, "fget", target))  # a class- or staticmethod, a property
-        code = getattr(inspect.unwrap(target), "__code__", None) if target is not None else None
-        if isinstance(code, CodeType):
-            return code
+        function = inspect.unwrap(target) if target is not None else None
+        if isinstance(getattr(function, "__code__", None), CodeType):
+            return function
         break
     raise LookupError(f"implemented_by names {path!r}, which is no function of the library")
 
@@ -159,9 +172,60 @@ def watch_answer_process() -> None:
     sys.setprofile(_process_watch.saw)
 
 
+class ShortcutRefused(Exception):
+    """Raised in the grader's answer process by a disarmed implementing function, or a rerun of its module."""
+
+
+_disarmed: list[tuple[str, ...]] = []
+
+
 def expect(implemented_by: tuple[str, ...]) -> None:
-    """From now on, note the calls of the ``implemented_by`` functions (and forget what was noted)."""
-    _process_watch.reset(_resolved(implemented_by))
+    """From now on, the ``implemented_by`` functions raise ShortcutRefused and their calls are noted (what was noted
+    is forgotten). Once per answer process (one check's answers): a process that disarmed other functions
+    raises RuntimeError. Stops an answer that turns the watch off and then calls one (it raises instead of
+    answering), and one that reruns their module for fresh copies (``importlib.reload``: refused)."""
+    if _disarmed and _disarmed[0] != implemented_by:
+        raise RuntimeError("an answer process disarms one check's implementing functions: start a fresh one")
+    if not _disarmed:
+        if implemented_by:
+            _disarm(implemented_by)
+        _disarmed.append(implemented_by)
+    _process_watch.reset({_function_of(path).__code__: path for path in implemented_by})
+
+
+def _disarm(implemented_by: tuple[str, ...]) -> None:
+    """Replace each function's code with a tripwire, and refuse from now on to run their modules' code again."""
+    files = set()
+    for path in implemented_by:
+        function = _function_of(path)
+        files.add(function.__code__.co_filename)
+        function.__code__ = _tripwire(path)
+    refuse_rerun: dict[str, Any] = {}
+    exec(compile(_RERUN_REFUSED.format(files=tuple(sorted(files))), "<fleetlab: reruns refused>", "exec"),
+         vars(sys.modules[__name__]), refuse_rerun)
+    sys.addaudithook(refuse_rerun["refuse_rerun"])
+
+
+def _tripwire(path: str) -> CodeType:
+    """Code that takes any arguments and raises ShortcutRefused naming ``path`` (it runs with the globals of the
+    function it replaces: it finds the exception by importing this module)."""
+    source = (f"def tripped(*args, **kwargs):\n"
+              f"    raise __import__({__name__!r}, fromlist=['_']).ShortcutRefused({diagnosis([path])!r})\n")
+    made: dict[str, Any] = {}
+    exec(compile(source, f"<fleetlab: {path} refused>", "exec"), {}, made)
+    return made["tripped"].__code__
+
+
+_RERUN_REFUSED = '''def refuse_rerun(event, args):
+    if event == "exec" and args[0].co_filename in {files!r}:
+        raise ShortcutRefused("this exercise asks for your own code: running the library's module that implements "
+                              "it again (importlib.reload, a fresh import) is refused; write the logic yourself")
+    if event == "object.__setattr__" and args[1] == "__code__":
+        raise ShortcutRefused("this exercise asks for your own code: replacing a function's code is refused in "
+                              "the grader; write the logic yourself")
+'''
+"""The audit hook. Its files are constants of its code, and replacing a function's code is refused: no answer can
+change what it refuses (nor put a disarmed function's code back)."""
 
 
 def taken() -> list[str]:
@@ -304,3 +368,74 @@ def _codes_reached(value: Any, depth: int = 2) -> list[CodeType]:
 def _code_in(module: Any, name: str) -> CodeType | None:
     value = getattr(inspect.getattr_static(module, name, None), "__code__", None)
     return value if isinstance(value, CodeType) else None
+
+
+# --- an answer that is data, read by the grader from the notebook's own text ------------------------------------------
+
+
+def called_in_source(check: Check, cells: Sequence[str]) -> list[str]:
+    """``called_in_cells`` read from the notebook's code cells as the grader holds them, not from a kernel's state
+    (its own code can clear ``In`` or change the hand-in): the implementing functions of ``check`` that the
+    statements building its data answer call, directly or through a notebook function, by a name the cells'
+    imports give them (or their own name)."""
+    if not (check.answer and check.implemented_by):
+        return []
+    trees = _parsed(list(cells))
+    imported = _imports(trees)
+    defined = {node.name: node for tree in trees for node in ast.walk(tree)
+               if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    statements = [statement for tree in trees for statement in _statements(tree)]
+    variables = {name: None for statement in statements for target in _targets(statement)
+                 for name in _names_of(target)}  # every one followed: the text says nothing of their values
+    found: list[str] = []
+    for statement in _building(statements, check.answer, variables):
+        for called in _called(statement, imported, defined, depth=2):
+            found += [path for path in check.implemented_by if _names(called, path) and path not in found]
+    return found
+
+
+def _imports(trees: Sequence[ast.Module]) -> dict[str, str]:
+    """Each name the cells' imports bind, to the dotted path it stands for."""
+    bound: dict[str, str] = {}
+    for tree in trees:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    bound[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else alias.name.split(".")[0]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                for alias in node.names:
+                    bound[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return bound
+
+
+def _called(tree: ast.AST, imported: Mapping[str, str], defined: Mapping[str, ast.AST], depth: int) -> list[str]:
+    """The dotted names ``tree`` calls, and those the notebook functions it calls call, ``depth`` levels down."""
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            name = _dotted(node.func, imported)
+            if name in defined and depth:
+                names += _called(defined[name], imported, defined, depth - 1)
+            elif name in ("eval", "exec") and node.args and isinstance(node.args[0], ast.Constant) and depth:
+                names += [called for tree in _parsed([str(node.args[0].value)])
+                          for called in _called(tree, imported, defined, depth - 1)]  # code given as text
+            elif name:
+                names.append(name)
+    return names
+
+
+def _dotted(node: ast.expr, imported: Mapping[str, str]) -> str:
+    if isinstance(node, ast.Name):
+        return imported.get(node.id, node.id)
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value.func if isinstance(node.value, ast.Call) else node.value, imported)
+        return f"{base}.{node.attr}" if base else ""
+    return ""
+
+
+def _names(called: str, path: str) -> bool:
+    """Whether the dotted name ``called`` is the function at ``path``: that path, or its own name (with its class,
+    for a method), alone or after a module or package that re-exports it."""
+    parts = path.split(".")
+    own = ".".join(parts[-2:]) if len(parts) > 1 and parts[-2][:1].isupper() else parts[-1]
+    return called == path or called == own or (called.endswith("." + own) and called.startswith("fleetlab."))

@@ -60,7 +60,8 @@ class AnswerHost:
     judge's case, milliseconds); in one that runs more (a test session), a
     fresh interpreter (``python -m fleetlab.course.judge.answerhost``, a
     second or two). ``load(check_id, pickled)`` rebuilds one answer there;
-    ``pid`` is the answer process's, or None before the first load.
+    ``pid`` is the answer process's, or None before the first load; each check's answers get a process of
+    their own.
     ``refuse_borrowed`` refuses an answer taken from the instructor's package
     (the catalogues' own tests turn it off: their answers live there).
     ``sealed`` seals each answer process in a sandbox (``judge.sandbox``).
@@ -87,6 +88,7 @@ class AnswerHost:
         self._refuse_borrowed = refuse_borrowed
         self._peer: Peer | None = None
         self.pid: int | None = None
+        self._check = ""
         self._guard = threading.Lock()
 
     def __enter__(self) -> AnswerHost:
@@ -99,7 +101,8 @@ class AnswerHost:
         """The answer to ``check_id`` rebuilt from ``pickled`` (cloudpickle, base64) in the answer process, which
         from then on notes the calls of the ``implemented_by`` functions (``shortcuts``)."""
         try:
-            reply = self._started().request("answer", check_id, pickled, self._refuse_borrowed, list(implemented_by))
+            reply = self._started(check_id).request("answer", check_id, pickled, self._refuse_borrowed,
+                                                    list(implemented_by))
         except RemoteFailed as failed:
             return Loaded("unbuildable", detail=ENDED.format(why=failed))
         if not (isinstance(reply, tuple) and len(reply) == 3 and reply[0] in ("ok", "unfinished", "borrowed",
@@ -134,9 +137,12 @@ class AnswerHost:
         if self._scratch is not None:
             self._scratch.cleanup()
 
-    def _started(self) -> Peer:
+    def _started(self, check_id: str) -> Peer:
+        """The answer process for ``check_id``'s answers: a fresh one for each check (it disarms that check's
+        implementing functions for good, ``shortcuts.expect``), or after the last one ended."""
         with self._guard:
-            if self._peer is None or self._peer.broken:
+            if self._peer is None or self._peer.broken or check_id != self._check:
+                self._check = check_id
                 self._stop_answers()
                 self._peer = self._spawn()
             return self._peer
