@@ -7,7 +7,7 @@ import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from fleetlab_instructor.grading import exports, gradebook
 from fleetlab_instructor.grading.cells import cell_name
-from fleetlab_instructor.grading.feedback import FITTED, feedback_text, misconception
+from fleetlab_instructor.grading.feedback import FITTED, UNNAMED, feedback_text, misconception
 from fleetlab_instructor.grading.grade import CaseReport, CheckReport, GradeRow
 from fleetlab_instructor.grading.room import room_summary
 from fleetlab_instructor.grading.submissions import Submission
@@ -62,9 +62,22 @@ def test_a_syntax_error_in_an_exercise_cell_is_the_learners_syntax_error_for_tha
 
 
 def test_a_hidden_case_the_learners_code_raised_on_is_named_by_its_error_not_as_a_fitted_answer():
-    said = misconception("00.planes", "your code raised NameError: name 'qeue' is not defined (in planes, line 3)")
-    assert said == "your code raised NameError on an input the public cases do not show"
-    assert misconception("00.planes", "'work queues' is missing") == FITTED
+    typo = CaseReport("", True, "fail", "your code raised NameError: name 'qeue' is not defined (in planes, line 3)")
+    for public_passed in (True, False):
+        said = misconception("00.planes", typo, public_passed=public_passed)
+        assert said == "your code raised NameError on an input the public cases do not show"
+        assert "written in for" not in said
+
+
+def test_an_unnamed_hidden_failure_is_called_fitted_only_when_the_public_cases_pass():
+    unnamed = CaseReport("", True, "fail", "'work queues' is missing")
+    assert misconception("00.planes", unnamed, public_passed=True) == FITTED
+    assert misconception("00.planes", unnamed, public_passed=False) == UNNAMED
+    report = CheckReport("fail", "", (CaseReport("event bus", False, "fail", "'event bus' is missing"), unnamed))
+    row = GradeRow("n", {"00.planes": 0.0}, {}, "", {"00.planes": report})
+    sub = Submission(Path("ada/00_lab.ipynb"), "ada", "00")
+    text = feedback_text("ada", [(sub, row)], gradebook.build([sub], [row]).maxima)
+    assert f"- hidden case 1: fail; it points to: {UNNAMED}" in text and "written in for" not in text
 
 
 def test_the_room_orders_equally_common_misconceptions_by_name_whatever_order_the_rows_come_in():

@@ -9,7 +9,7 @@ module ``fleetlab_instructor.checks.labNN.name``, which defines ``SIDE``::
         hidden=[Facts(...), Facts(...)],
         reference=reference_budget,
         right_answers=[RightAnswer("...", ...)],
-        wrong_answers=[WrongAnswer("...", ..., expect="good steps parked")],
+        wrong_answers=[WrongAnswer("...", ..., expect="good steps parked", mistake="hard-coded-budget")],
     )
 
 ``full_check(check_id)`` is the check the grader runs: the public side with
@@ -39,12 +39,17 @@ class WrongAnswer:
     ``expect`` is a fragment of the diagnosis the learner sees. ``public`` is
     True when the public cases reject it (the lesson's central mistakes must
     be), False when only hidden cases do (hard-coding, over-fitting).
+    ``mistake`` is the key (``CaseOutcome.mistake``) its failing cases report
+    when the harness recognises the mistake; feedback and the room report name
+    a failed case by it (``InstructorSide.label_of``). "" when the harness
+    names none: such a failure is told in the runner's or the harness's words.
     """
 
     name: str
     answer: Any
     expect: str
     public: bool = True
+    mistake: str = ""
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,15 @@ class InstructorSide:
     def __post_init__(self) -> None:
         for name in ("hidden", "right_answers", "wrong_answers"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
+        for wrong in self.wrong_answers:
+            if wrong.mistake and not registry.MISTAKE_KEY.match(wrong.mistake):
+                raise InvalidInput("mistake", f"{self.check_id} {wrong.name!r}: {wrong.mistake!r} is no mistake key",
+                                   hint="a key is lower-case words joined by '-', as the harness reports it")
+
+    def label_of(self, mistake: str) -> str:
+        """The name of the catalogue entries whose key is ``mistake`` ("a" or "b" when two share it); "" when none."""
+        names = [wrong.name for wrong in self.wrong_answers if mistake and wrong.mistake == mistake]
+        return " or ".join(dict.fromkeys(names))
 
 
 _SIDES: dict[str, InstructorSide] = {}

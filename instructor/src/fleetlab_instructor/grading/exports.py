@@ -40,7 +40,7 @@ from typing import Any
 from fleetlab.core.errors import InvalidInput
 from fleetlab.course.grading import registry
 from fleetlab.course.grading.display import format_points
-from fleetlab_instructor.grading.feedback import NOT_GRADED, case_line, not_attempted
+from fleetlab_instructor.grading.feedback import NOT_GRADED, case_line, not_attempted, public_cases_pass
 from fleetlab_instructor.grading.grade import GradeRow
 from fleetlab_instructor.grading.gradebook import Gradebook
 from fleetlab_instructor.grading.submissions import Submission, csv_cell
@@ -174,12 +174,13 @@ def _check_tests(check_id: str, most: float, earned: float, row: GradeRow, hidde
         return [_test(title, earned, most, said, "visible")]
     case_points = 0.0 if check.all_or_nothing else most / len(report.cases)
     tests, hidden = [], 0
+    public_passed = public_cases_pass(report.cases)
     for case in report.cases:
         hidden += case.hidden
         passed = case.status == "pass" and earned > 0
         name = f"{title}: hidden case {hidden}" if case.hidden else f"{title}: public case {case.name}"
         tests.append(_test(name, case_points if passed else 0.0, case_points,
-                           case_line(check_id, case, hidden).removeprefix("- "),
+                           case_line(check_id, case, hidden, public_passed=public_passed).removeprefix("- "),
                            hidden_visibility if case.hidden else "visible"))
     if check.all_or_nothing:
         tests.append(_test(f"{title}: every case together", earned, most, check.scoring(), "visible"))

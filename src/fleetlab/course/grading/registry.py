@@ -52,12 +52,27 @@ class Case:
     name: str
 
 
+MISTAKE_KEY = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+
+
 @dataclass(frozen=True)
 class CaseOutcome:
-    """What the harness concluded for one case; ``diagnosis`` speaks the learner's terms."""
+    """What the harness concluded for one case; ``diagnosis`` speaks the learner's terms.
+
+    ``mistake`` is the key of the mistake a failed case recognised (a short
+    slug, ``"reports-only-the-failed-record"``), the one a catalogue entry
+    (``WrongAnswer.mistake``) carries; "" when the harness names none.
+    Raises InvalidInput when it is not a lower-case slug or is set on a pass.
+    """
 
     ok: bool
     diagnosis: str = ""
+    mistake: str = ""
+
+    def __post_init__(self) -> None:
+        if self.mistake and (self.ok or not MISTAKE_KEY.match(self.mistake)):
+            raise InvalidInput("mistake", f"{self.mistake!r} is no mistake key of a failed case",
+                               hint="a failed case's key is lower-case words joined by '-'; a passed case has none")
 
 
 Harness = Callable[[Any, Case, Any], CaseOutcome]
