@@ -1,14 +1,16 @@
 """Feedback names a cell as the learner sees it, an untouched exercise "not attempted", a syntax error the learner's."""
 
+import os
 import re
 from pathlib import Path
 
 import nbformat
+import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from fleetlab_instructor.grading import exports, gradebook
 from fleetlab_instructor.grading.cells import cell_name
-from fleetlab_instructor.grading.feedback import FITTED, UNNAMED, feedback_text, misconception
-from fleetlab_instructor.grading.grade import CaseReport, CheckReport, GradeRow
+from fleetlab_instructor.grading.feedback import FITTED, UNNAMED, feedback_text, misconception, write_feedback
+from fleetlab_instructor.grading.grade import CaseReport, CheckReport, GradeRow, Limits, grade_notebooks
 from fleetlab_instructor.grading.room import room_summary
 from fleetlab_instructor.grading.submissions import Submission
 
@@ -93,3 +95,55 @@ def test_the_room_orders_equally_common_misconceptions_by_name_whatever_order_th
         summaries.append(room_summary(gradebook.build(subs, rows), subs, rows))
     assert summaries[0] == summaries[1]
     assert [what for what, _ in summaries[0][0].misconceptions] == ["apple went wrong.", "zebra went wrong."]
+
+
+EXERCISE_CELLS = {  # learner -> the exercise cell's answer, as the learner left it
+    "untouched": "def planes():\n    # YOUR CODE HERE\n    raise NotImplementedError",
+    "syntax": "def planes():\n    return {'event bus': 'control'",
+    "typo": "def planes():\n    return qeue",
+}
+
+
+def lab00_notebook(answer: str) -> nbformat.NotebookNode:
+    """Lab 00 as a learner sees it: markdown between code cells, the exercise's cell, and a last cell that raises."""
+    return new_notebook(cells=[
+        new_markdown_cell("# Lab 00"), new_code_cell("from fleetlab.course.grading import check"),
+        new_markdown_cell("Some reading."), new_markdown_cell("## Exercise 00.planes\nWrite `planes()`."),
+        new_code_cell(f'{answer}\n\ncheck("00.planes", planes)'),
+        new_markdown_cell("## Wrapping up"), new_code_cell("done = not_defined_here")])
+
+
+@pytest.fixture(scope="module")
+def graded_feedback(tmp_path_factory) -> dict[str, tuple[GradeRow, str]]:
+    """Each EXERCISE_CELLS notebook through the grader, and its learner's feedback file: learner -> (row, text)."""
+    folder = tmp_path_factory.mktemp("cells")
+    subs = [Submission(folder / f"{learner}_00_orientation.ipynb", learner, "00") for learner in EXERCISE_CELLS]
+    for sub, answer in zip(subs, EXERCISE_CELLS.values(), strict=True):
+        nbformat.write(lab00_notebook(answer), sub.path)
+    rows = grade_notebooks([sub.path for sub in subs], grader_env=dict(os.environ), limits=Limits(cell=60))
+    texts = {path.stem: path.read_text() for path in write_feedback(gradebook.build(subs, rows), subs, rows, folder)}
+    return {sub.learner: (row, texts[sub.learner]) for sub, row in zip(subs, rows, strict=True)}
+
+
+def test_through_the_grader_a_cell_is_named_among_code_cells_never_by_its_place_among_all_cells(graded_feedback):
+    row, text = graded_feedback["untouched"]
+    assert "code cell 3 raised NameError" in row.error and not re.search(r"\bcell [67]\b", row.error)
+    assert "code cell 3 raised NameError" in text
+
+
+def test_through_the_grader_an_untouched_exercise_is_not_attempted(graded_feedback):
+    _, text = graded_feedback["untouched"]
+    assert "not attempted" in text and "run this check again" not in text and "syntax" not in text
+
+
+def test_through_the_grader_a_syntax_error_is_the_learners_syntax_error_in_that_exercises_cell(graded_feedback):
+    _, text = graded_feedback["syntax"]
+    assert "a syntax error in your code cell 2 (exercise 00.planes): SyntaxError" in text
+    assert "not attempted" not in text
+
+
+def test_through_the_grader_a_typo_is_told_as_the_error_it_raised_never_as_a_fitted_answer(graded_feedback):
+    _, text = graded_feedback["typo"]
+    assert "- hidden case 1: fail; it points to: your code raised NameError on an input the public cases do not " \
+           "show" in text
+    assert "written in for" not in text
