@@ -25,15 +25,6 @@ class Horizon(Case):
 MAX_WINDOW_FACTOR = 10
 
 
-def _short_window(window: float, case: Horizon) -> str:
-    """The key of the mistake a ``window`` too short for ``case`` shows: which sources of duplicates it covers."""
-    retry, retention, replay = case.retry_window, case.retention, case.replay_horizon
-    longest = max(retry, retention, replay)
-    covers = {"retry-window-only": retry, "retention-only": retention, "longest-of-the-three": longest,
-              "no-replays": retry + retention, "twice-the-longest": 2 * longest}
-    return next((key for key, value in covers.items() if window == value), "window-too-short")
-
-
 def _why_latest(case: Horizon) -> str:
     parts = [f"{duration(case.retry_window)} of bus retries", f"{duration(case.retention)} in the queue"]
     if case.replay_horizon:
@@ -69,8 +60,7 @@ def check_window(answer: Any, case: Horizon, ctx: Any) -> CaseOutcome:
     if window < latest:
         return CaseOutcome(False, f"a duplicate can arrive up to {duration(latest)} after the first run "
                                   f"({_why_latest(case)}); with a {duration(window)} window the record is gone "
-                                  f"{duration(latest - window)} before then, and the duplicate runs again",
-                           _short_window(window, case))
+                                  f"{duration(latest - window)} before then, and the duplicate runs again")
     if window > MAX_WINDOW_FACTOR * latest:
         return CaseOutcome(False, f"a window of {duration(window)} keeps records more than {MAX_WINDOW_FACTOR}x past the "
                                   f"last possible duplicate ({duration(latest)}): the table only grows",
