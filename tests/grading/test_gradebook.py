@@ -276,3 +276,13 @@ def test_feedback_writes_points_as_people_write_them(tmp_path):
     subs = [sub("ann", "00")]
     [path] = write_feedback(gradebook.build(subs, rows), subs, rows, tmp_path)
     assert "### 00.planes (Name the three planes): 0.67/1 points" in path.read_text()
+
+
+def test_a_cases_mistake_key_survives_the_journal_and_a_shard_file():
+    from fleetlab_instructor.grading.gradebook import row_from_json, row_json
+
+    report = CheckReport("fail", "", (hidden_fail("'rules' is missing", "rules-missing"),
+                                      CaseReport("event bus", False, "pass", "")))
+    row = GradeRow("n", {"00.planes": 0.5}, {"00.planes": 1.0}, "", {"00.planes": report})
+    again = row_from_json(json.loads(json.dumps(row_json(row))))
+    assert again == row and again.checks["00.planes"].cases[0].mistake == "rules-missing"
