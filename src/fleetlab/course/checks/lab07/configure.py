@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from fleetlab.composition.chaos import Budgets, DayFacts, FleetConfig
-from fleetlab.course.checks.lab07.common import Day, judge, returned_config, run_day
+from fleetlab.composition.chaos import Budgets, DayFacts
+from fleetlab.course.checks.lab07.common import Day, judge, recognised_mistake, returned_config, run_day
 from fleetlab.course.grading.registry import CaseOutcome, register
 
 DAY = 86_400
@@ -45,14 +45,3 @@ def check_configure(answer: Any, case: Day, ctx: Any) -> CaseOutcome:
     outcome = judge(run_day(ctx, case, config))
     return outcome if outcome.ok else replace(outcome, mistake=recognised_mistake(config, case.facts))
 
-
-def recognised_mistake(config: FleetConfig, facts: DayFacts) -> str:
-    """The key of the mistake ``config`` shows for a day of ``facts`` that it failed; "" when it shows none here.
-
-    The defaults whatever the day come first; then records kept for less time than the day's replay reaches back.
-    """
-    if config == FleetConfig():
-        return "default-configuration"
-    if config.idempotency_window < facts.replay_reach_seconds:
-        return "records-expire-before-the-replay"
-    return ""
