@@ -147,3 +147,19 @@ def test_through_the_grader_a_typo_is_told_as_the_error_it_raised_never_as_a_fit
     assert "- hidden case 1: fail; it points to: your code raised NameError on an input the public cases do not " \
            "show" in text
     assert "written in for" not in text
+
+
+def test_a_key_is_named_by_its_shared_name_else_by_the_entries_that_carry_it_and_a_stray_shared_name_is_refused():
+    from fleetlab.core.errors import InvalidInput
+    from fleetlab_instructor.checks import InstructorSide, WrongAnswer
+
+    wrong = [WrongAnswer("rounds up", None, "", mistake="too-many"), WrongAnswer("ignores reserved", None, "",
+                                                                               mistake="too-many"),
+             WrongAnswer("one short", None, "", mistake="too-few"), WrongAnswer("unkeyed", None, "")]
+    side = InstructorSide("00.planes", wrong_answers=wrong, shared_mistakes={"too-few": "calls left idle"})
+    assert [side.label_of(key) for key in ("too-many", "too-few", "", "unknown")] == [
+        "rounds up or ignores reserved", "calls left idle", "", ""]
+    with pytest.raises(InvalidInput, match="^shared_mistakes: 00.planes: no wrong answer carries too-much"):
+        InstructorSide("00.planes", wrong_answers=wrong, shared_mistakes={"too-much": "x"})
+    with pytest.raises(InvalidInput, match="^mistake: "):
+        InstructorSide("00.planes", wrong_answers=[WrongAnswer("bad", None, "", mistake="Too Many")])

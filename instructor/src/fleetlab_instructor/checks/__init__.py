@@ -21,8 +21,8 @@ wrong answer is rejected) and for the grader.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from fleetlab.core.errors import InvalidInput
@@ -62,13 +62,19 @@ class RightAnswer:
 
 @dataclass(frozen=True)
 class InstructorSide:
-    """What the grader and the course's tests know of a check and a learner must not."""
+    """What the grader and the course's tests know of a check and a learner must not.
+
+    ``shared_mistakes`` names, in a teacher's words, a mistake key that several
+    wrong answers share (the harness sees one mistake where the catalogue lists
+    its variants); feedback and the room report then say that name.
+    """
 
     check_id: str
     hidden: Sequence[Case] = ()
     reference: Any = None
     right_answers: Sequence[RightAnswer] = ()
     wrong_answers: Sequence[WrongAnswer] = ()
+    shared_mistakes: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for name in ("hidden", "right_answers", "wrong_answers"):
@@ -77,9 +83,16 @@ class InstructorSide:
             if wrong.mistake and not registry.MISTAKE_KEY.match(wrong.mistake):
                 raise InvalidInput("mistake", f"{self.check_id} {wrong.name!r}: {wrong.mistake!r} is no mistake key",
                                    hint="a key is lower-case words joined by '-', as the harness reports it")
+        keys = {wrong.mistake for wrong in self.wrong_answers}
+        if stray := sorted(set(self.shared_mistakes) - keys):
+            raise InvalidInput("shared_mistakes", f"{self.check_id}: no wrong answer carries {', '.join(stray)}",
+                               hint="name only keys that catalogue entries carry")
 
     def label_of(self, mistake: str) -> str:
-        """The name of the catalogue entries whose key is ``mistake`` ("a" or "b" when two share it); "" when none."""
+        """What a failed case with key ``mistake`` points to: its ``shared_mistakes`` name, else the name of the
+        catalogue entries that carry it ("a or b" when two do); "" when none does."""
+        if mistake in self.shared_mistakes:
+            return self.shared_mistakes[mistake]
         names = [wrong.name for wrong in self.wrong_answers if mistake and wrong.mistake == mistake]
         return " or ".join(dict.fromkeys(names))
 
