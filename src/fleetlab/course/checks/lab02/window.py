@@ -60,7 +60,8 @@ def check_window(answer: Any, case: Horizon, ctx: Any) -> CaseOutcome:
     if window < latest:
         return CaseOutcome(False, f"a duplicate can arrive up to {duration(latest)} after the first run "
                                   f"({_why_latest(case)}); with a {duration(window)} window the record is gone "
-                                  f"{duration(latest - window)} before then, and the duplicate runs again")
+                                  f"{duration(latest - window)} before then, and the duplicate runs again",
+                           "window-too-short")
     if window > MAX_WINDOW_FACTOR * latest:
         return CaseOutcome(False, f"a window of {duration(window)} keeps records more than {MAX_WINDOW_FACTOR}x past the "
                                   f"last possible duplicate ({duration(latest)}): the table only grows",

@@ -67,7 +67,7 @@ def _store_test(window: float, sources: DuplicateSources, ctx: Any) -> CaseOutco
             clock.sleep(start + at - 1 - clock.now())
             if not isinstance(store.claim("step-9", "results-store"), Completed):
                 return CaseOutcome(False, f"a duplicate arriving {duration(at - 1)} after the first run (just before "
-                                          f"{what}) ran again: the record expired after {duration(window)}")
+                                          f"{what}) ran again: the record expired after {duration(window)}", "window-too-short")
     return None
 
 
@@ -113,7 +113,7 @@ def check_window(answer: Any, case: Setup, ctx: Any) -> CaseOutcome:
     failed = _store_test(window, sources, ctx)
     if failed is not None:
         slip = hints.unit_slip(window, sources.latest_duplicate, limit)
-        return CaseOutcome(False, failed.diagnosis + slip, "window-in-another-unit" if slip else "")
+        return CaseOutcome(False, failed.diagnosis + slip, "window-in-another-unit" if slip else failed.mistake)
     return CaseOutcome(True, f"{duration(window)} covers the last possible duplicate, "
                              f"{duration(sources.latest_duplicate)} after the first run")
 
