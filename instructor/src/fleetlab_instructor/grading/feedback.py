@@ -4,7 +4,8 @@ A public case is shown as the notebook shows it: its name, its status, its
 diagnosis. A hidden case is never named and its inputs never appear: a
 failed one says the misconception it points to: the name of the instructor's
 catalogue entry (a known wrong answer) whose mistake key the harness reported
-for it (``CaseOutcome.mistake``; never found by searching the diagnosis), with
+for it, or the name the catalogue gives a key its entries share
+(``InstructorSide.label_of``; never found by searching the diagnosis), with
 any value that only the hidden cases hold blanked out. A failure no entry's
 key names is told in the runner's words (a time-out; the error the learner's
 code raised, by its name only); else, only when the public cases all pass,
