@@ -5,7 +5,8 @@ hidden cases, a reference answer, right-but-different answers and known
 wrong answers. The reference and each right answer pass every public
 and hidden case. Each wrong answer is rejected: by the public cases (with
 the diagnosis a learner sees in the notebook) when it is marked public, else
-only by the hidden cases. The fixture lab's checks are held to the same rules.
+only by the hidden cases; a failed case of it reports its mistake key when the
+entry carries one, and the feedback names it by that key. The fixture lab's checks are held to the same rules.
 
 A graded run (hidden cases included) is the grader's: each answer is
 rebuilt and called in a process of its own (``AnswerHost``) while the cases
@@ -18,11 +19,16 @@ the checks in ``WIRE``, whose cases meet a way the two differ on the wire.
 """
 
 import base64
+from pathlib import Path
 
 import cloudpickle
 import pytest
 from fleetlab_instructor.checks import full_check, side_of
-from fleetlab_instructor.report.feedback import blank_out, hidden_only_values, misconception
+from fleetlab_instructor.grade.grade import CheckReport, GradeRow, case_report
+from fleetlab_instructor.grade.submissions import Submission
+from fleetlab_instructor.report import gradebook
+from fleetlab_instructor.report.feedback import FITTED, blank_out, hidden_only_values, misconception, public_cases_pass
+from fleetlab_instructor.report.room import room_summary
 
 from fleetlab.course import lab
 from fleetlab.course.grading import registry, run_check
@@ -120,6 +126,8 @@ def test_each_known_wrong_answer_is_rejected_with_its_diagnosis(check, wrong, ba
         in_notebook = run_check(check, wrong.answer)
         assert in_notebook.status == CheckStatus.FAIL, f"the public cases let it through: {in_notebook.diagnosis}"
         assert wrong.expect in in_notebook.diagnosis, "the learner would not see the expected diagnosis"
+        reported = {case.mistake for case in in_notebook.cases if case.status == CheckStatus.FAIL}
+        assert not wrong.mistake or wrong.mistake in reported, f"no failed case reports {wrong.mistake!r}: {reported}"
         return
     verdict = graded(check, wrong.answer, answers)  # the grader's run: the public cases come first
     public = [case for case in verdict["cases"] if not case["hidden"]]
@@ -128,9 +136,38 @@ def test_each_known_wrong_answer_is_rejected_with_its_diagnosis(check, wrong, ba
     assert verdict["status"] == str(CheckStatus.FAIL)
     failing_hidden = [case for case in verdict["cases"] if case["hidden"] and case["status"] == "fail"]
     assert any(wrong.expect in case["diagnosis"] for case in failing_hidden), [c["diagnosis"] for c in failing_hidden]
-    if check.id in SHIPPED_IDS:  # the learner's feedback names this entry, not another whose words it shares
-        named = {misconception(check.id, case["diagnosis"]) for case in failing_hidden}
-        assert blank_out(wrong.name, hidden_only_values(check.id)) in named, named
+    reported = {case["mistake"] for case in failing_hidden}
+    assert not wrong.mistake or wrong.mistake in reported, f"no hidden case reports {wrong.mistake!r}: {reported}"
+    if check.id in SHIPPED_IDS:  # the learner's feedback names this entry by its key, else calls it fitted
+        named = {misconception(check.id, case_report(case), public_passed=True) for case in failing_hidden}
+        if wrong.mistake:
+            label = side_of(check.id).label_of(wrong.mistake)
+            assert wrong.name in label or label in side_of(check.id).shared_mistakes.values(), label
+            assert blank_out(label, hidden_only_values(check.id)) in named, named
+        else:
+            assert FITTED in named, named
+
+
+NAMED_BY_KEY = [("03.batch", "stops on FIFO but reports only the failed record"),  # its words say "it is lost" too
+                ("07.configure", "the defaults, whatever the day")]  # its records also expire before the replay
+
+
+@pytest.mark.parametrize(("check_id", "name"), NAMED_BY_KEY)
+@pytest.mark.parametrize("backend", ["moto"], indirect=True)
+def test_the_feedback_and_the_room_name_each_failed_case_by_its_key_not_by_words_it_shares(check_id, name, backend,
+                                                                                           answers):
+    check, side = full_check(check_id), side_of(check_id)
+    wrong = next(wrong for wrong in side.wrong_answers if wrong.name == name)
+    verdict = graded(check, wrong.answer, answers)
+    report = CheckReport(verdict["status"], verdict["diagnosis"], tuple(map(case_report, verdict["cases"])))
+    lab_id = check_id.split(".", 1)[0]
+    sub, row = Submission(Path(f"ada/{lab_id}_lab.ipynb"), "ada", lab_id), GradeRow("n", {}, {}, "", {check_id: report})
+    summary = room_summary(gradebook.build([sub], [row]), [sub], [row])
+    [in_room] = [seen for seen in summary if seen.check_id == check_id]
+    assert in_room.misconceptions == ((side.label_of(wrong.mistake), 1),) and name in in_room.misconceptions[0][0]
+    hidden = [case for case in report.cases if case.hidden and case.status == "fail"]
+    said = {misconception(check_id, case, public_passed=public_cases_pass(report.cases)) for case in hidden}
+    assert hidden and said == {side.label_of(wrong.mistake)}, said
 
 
 def test_the_wire_checks_are_shipped_checks():

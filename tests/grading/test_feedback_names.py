@@ -1,16 +1,18 @@
 """Feedback names a cell as the learner sees it, an untouched exercise "not attempted", a syntax error the learner's."""
 
+import os
 import re
 from pathlib import Path
 
 import nbformat
+import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
-from fleetlab_instructor.report import exports, gradebook
 from fleetlab_instructor.grade.cells import cell_name
-from fleetlab_instructor.report.feedback import FITTED, feedback_text, misconception
-from fleetlab_instructor.grade.grade import CaseReport, CheckReport, GradeRow
-from fleetlab_instructor.report.room import room_summary
+from fleetlab_instructor.grade.grade import CaseReport, CheckReport, GradeRow, Limits, grade_notebooks
 from fleetlab_instructor.grade.submissions import Submission
+from fleetlab_instructor.report import exports, gradebook
+from fleetlab_instructor.report.feedback import FITTED, UNNAMED, feedback_text, misconception, write_feedback
+from fleetlab_instructor.report.room import room_summary
 
 from fleetlab.course.grading.results import NOT_YET_ADVICE
 
@@ -62,9 +64,22 @@ def test_a_syntax_error_in_an_exercise_cell_is_the_learners_syntax_error_for_tha
 
 
 def test_a_hidden_case_the_learners_code_raised_on_is_named_by_its_error_not_as_a_fitted_answer():
-    said = misconception("00.planes", "your code raised NameError: name 'qeue' is not defined (in planes, line 3)")
-    assert said == "your code raised NameError on an input the public cases do not show"
-    assert misconception("00.planes", "'work queues' is missing") == FITTED
+    typo = CaseReport("", True, "fail", "your code raised NameError: name 'qeue' is not defined (in planes, line 3)")
+    for public_passed in (True, False):
+        said = misconception("00.planes", typo, public_passed=public_passed)
+        assert said == "your code raised NameError on an input the public cases do not show"
+        assert "written in for" not in said
+
+
+def test_an_unnamed_hidden_failure_is_called_fitted_only_when_the_public_cases_pass():
+    unnamed = CaseReport("", True, "fail", "'work queues' is missing")
+    assert misconception("00.planes", unnamed, public_passed=True) == FITTED
+    assert misconception("00.planes", unnamed, public_passed=False) == UNNAMED
+    report = CheckReport("fail", "", (CaseReport("event bus", False, "fail", "'event bus' is missing"), unnamed))
+    row = GradeRow("n", {"00.planes": 0.0}, {}, "", {"00.planes": report})
+    sub = Submission(Path("ada/00_lab.ipynb"), "ada", "00")
+    text = feedback_text("ada", [(sub, row)], gradebook.build([sub], [row]).maxima)
+    assert f"- hidden case 1: fail; it points to: {UNNAMED}" in text and "written in for" not in text
 
 
 def test_the_room_orders_equally_common_misconceptions_by_name_whatever_order_the_rows_come_in():
@@ -80,3 +95,71 @@ def test_the_room_orders_equally_common_misconceptions_by_name_whatever_order_th
         summaries.append(room_summary(gradebook.build(subs, rows), subs, rows))
     assert summaries[0] == summaries[1]
     assert [what for what, _ in summaries[0][0].misconceptions] == ["apple went wrong.", "zebra went wrong."]
+
+
+EXERCISE_CELLS = {  # learner -> the exercise cell's answer, as the learner left it
+    "untouched": "def planes():\n    # YOUR CODE HERE\n    raise NotImplementedError",
+    "syntax": "def planes():\n    return {'event bus': 'control'",
+    "typo": "def planes():\n    return qeue",
+}
+
+
+def lab00_notebook(answer: str) -> nbformat.NotebookNode:
+    """Lab 00 as a learner sees it: markdown between code cells, the exercise's cell, and a last cell that raises."""
+    return new_notebook(cells=[
+        new_markdown_cell("# Lab 00"), new_code_cell("from fleetlab.course.grading import check"),
+        new_markdown_cell("Some reading."), new_markdown_cell("## Exercise 00.planes\nWrite `planes()`."),
+        new_code_cell(f'{answer}\n\ncheck("00.planes", planes)'),
+        new_markdown_cell("## Wrapping up"), new_code_cell("done = not_defined_here")])
+
+
+@pytest.fixture(scope="module")
+def graded_feedback(tmp_path_factory) -> dict[str, tuple[GradeRow, str]]:
+    """Each EXERCISE_CELLS notebook through the grader, and its learner's feedback file: learner -> (row, text)."""
+    folder = tmp_path_factory.mktemp("cells")
+    subs = [Submission(folder / f"{learner}_00_orientation.ipynb", learner, "00") for learner in EXERCISE_CELLS]
+    for sub, answer in zip(subs, EXERCISE_CELLS.values(), strict=True):
+        nbformat.write(lab00_notebook(answer), sub.path)
+    rows = grade_notebooks([sub.path for sub in subs], grader_env=dict(os.environ), limits=Limits(cell=60))
+    texts = {path.stem: path.read_text() for path in write_feedback(gradebook.build(subs, rows), subs, rows, folder)}
+    return {sub.learner: (row, texts[sub.learner]) for sub, row in zip(subs, rows, strict=True)}
+
+
+def test_through_the_grader_a_cell_is_named_among_code_cells_never_by_its_place_among_all_cells(graded_feedback):
+    row, text = graded_feedback["untouched"]
+    assert "code cell 3 raised NameError" in row.error and not re.search(r"\bcell [67]\b", row.error)
+    assert "code cell 3 raised NameError" in text
+
+
+def test_through_the_grader_an_untouched_exercise_is_not_attempted(graded_feedback):
+    _, text = graded_feedback["untouched"]
+    assert "not attempted" in text and "run this check again" not in text and "syntax" not in text
+
+
+def test_through_the_grader_a_syntax_error_is_the_learners_syntax_error_in_that_exercises_cell(graded_feedback):
+    _, text = graded_feedback["syntax"]
+    assert "a syntax error in your code cell 2 (exercise 00.planes): SyntaxError" in text
+    assert "not attempted" not in text
+
+
+def test_through_the_grader_a_typo_is_told_as_the_error_it_raised_never_as_a_fitted_answer(graded_feedback):
+    _, text = graded_feedback["typo"]
+    assert "- hidden case 1: fail; it points to: your code raised NameError on an input the public cases do not " \
+           "show" in text
+    assert "written in for" not in text
+
+
+def test_a_key_is_named_by_its_shared_name_else_by_the_entries_that_carry_it_and_a_stray_shared_name_is_refused():
+    from fleetlab.core.errors import InvalidInput
+    from fleetlab_instructor.checks import InstructorSide, WrongAnswer
+
+    wrong = [WrongAnswer("rounds up", None, "", mistake="too-many"), WrongAnswer("ignores reserved", None, "",
+                                                                               mistake="too-many"),
+             WrongAnswer("one short", None, "", mistake="too-few"), WrongAnswer("unkeyed", None, "")]
+    side = InstructorSide("00.planes", wrong_answers=wrong, shared_mistakes={"too-few": "calls left idle"})
+    assert [side.label_of(key) for key in ("too-many", "too-few", "", "unknown")] == [
+        "rounds up or ignores reserved", "calls left idle", "", ""]
+    with pytest.raises(InvalidInput, match="^shared_mistakes: 00.planes: no wrong answer carries too-much"):
+        InstructorSide("00.planes", wrong_answers=wrong, shared_mistakes={"too-much": "x"})
+    with pytest.raises(InvalidInput, match="^mistake: "):
+        InstructorSide("00.planes", wrong_answers=[WrongAnswer("bad", None, "", mistake="Too Many")])

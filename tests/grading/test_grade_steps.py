@@ -73,8 +73,9 @@ def job(tmp_path, text, script=None, verdicts=None, answers=b'{"answers": {}}', 
     return new
 
 
-def case(status, hidden=False, name="a case", diagnosis=""):
-    return {"name": "" if hidden else name, "hidden": hidden, "status": status, "diagnosis": diagnosis}
+def case(status, hidden=False, name="a case", diagnosis="", mistake=""):
+    return {"name": "" if hidden else name, "hidden": hidden, "status": status, "diagnosis": diagnosis,
+            "mistake": mistake}
 
 
 def visibility(*statuses, status="pass"):
@@ -294,14 +295,14 @@ def test_grade_job_always_stops_the_kernel_and_reports_a_broken_step(monkeypatch
 
 def test_the_judges_cases_reach_the_feedback(fixture_lab, tmp_path):
     cases = [case("pass", name="public one"), case("pass", name="public two"), case("pass", hidden=True),
-             case("fail", hidden=True, diagnosis="a second publish of the same alert")]
+             case("fail", hidden=True, diagnosis="a second publish of the same alert", mistake="keyed-on-the-delivery")]
     verdict = {"status": "fail", "diagnosis": "a second publish", "cases": cases}
     scored = judged(tmp_path, {"99.visibility": verdict})
     assert scored.checks == {"99.visibility": CheckReport("fail", "a second publish", (
         CaseReport("public one", False, "pass", ""),
         CaseReport("public two", False, "pass", ""),
         CaseReport("", True, "pass", ""),
-        CaseReport("", True, "fail", "a second publish of the same alert"),
+        CaseReport("", True, "fail", "a second publish of the same alert", "keyed-on-the-delivery"),
     ))}
     assert scored.scores == {"99.visibility": 1.5}
 

@@ -169,13 +169,22 @@ def test_the_journal_keeps_a_row_for_its_path_learner_lab_and_sha256_only(tmp_pa
     assert Journal(journal.folder, restart=True).finished(ann, "abc") is None
 
 
+def hidden_fail(diagnosis: str, mistake: str = "") -> CaseReport:
+    return CaseReport("", True, "fail", diagnosis, mistake)
+
+
 def test_a_failed_hidden_case_says_its_misconception_never_its_input():
-    assert misconception("00.planes", "'claim-check bucket' is missing") == "a hidden component missing"
-    assert misconception("00.planes", "'rules' is missing") == "only the public four"
-    assert misconception("00.planes", "'workers' belongs to the work plane, not control") == "… in the control plane"
-    assert misconception("00.planes", "'work queues' is missing") == FITTED  # no catalogue entry says so
+    def said(diagnosis: str, mistake: str = "") -> str:
+        return misconception("00.planes", hidden_fail(diagnosis, mistake), public_passed=True)
+
+    assert said("'claim-check bucket' is missing", "claim-check-bucket-missing") == "a hidden component missing"
+    assert said("'rules' is missing", "rules-missing") == "only the public four"
+    assert said("'workers' belongs to the work plane, not control", "workers-in-the-control-plane") == \
+        "… in the control plane"
+    assert said("'work queues' is missing", "work-queues-missing") == FITTED  # no catalogue entry has the key
+    assert said("'rules' is missing") == FITTED  # the words alone name nothing: only a key does
     timed_out = "timed out after 4 s: your code was still running; look for a loop that never ends"
-    assert misconception("00.planes", timed_out) == timed_out
+    assert said(timed_out) == timed_out
 
 
 def test_blank_out_replaces_whole_values_only():
@@ -187,7 +196,7 @@ def test_feedback_shows_public_diagnoses_and_keeps_hidden_cases_hidden(tmp_path)
     public = [CaseReport(case.name, False, "pass", "") for case in planes.PUBLIC]
     public[1] = CaseReport(planes.PUBLIC[1].name, False, "fail", "'state machine' belongs to the control plane")
     hidden = [CaseReport("", True, "pass", "") for _ in planes.HIDDEN]
-    hidden[3] = CaseReport("", True, "fail", "'claim-check bucket' is missing")
+    hidden[3] = hidden_fail("'claim-check bucket' is missing", "claim-check-bucket-missing")
     hidden[2] = CaseReport("", True, "skipped", "not run: the check ran out of time")
     report = CheckReport("fail", "'state machine' belongs to the control plane (2 of 8 cases fail)",
                          (*public, *hidden))
@@ -221,7 +230,7 @@ def test_no_catalogue_name_shown_for_a_hidden_case_quotes_a_hidden_only_value():
         for check in registry.checks_of(lab):
             values = [value for value in hidden_only_values(check.id) if not value.replace(".", "").isdigit()]
             for wrong in side_of(check.id).wrong_answers:
-                said = misconception(check.id, wrong.expect)
+                said = misconception(check.id, hidden_fail(wrong.expect, wrong.mistake), public_passed=True)
                 shown += said != FITTED
                 for value in values:
                     assert not re.search(rf"(?<![\w.]){re.escape(value)}(?!\w)", said, re.IGNORECASE), (check.id, said)
@@ -267,3 +276,13 @@ def test_feedback_writes_points_as_people_write_them(tmp_path):
     subs = [sub("ann", "00")]
     [path] = write_feedback(gradebook.build(subs, rows), subs, rows, tmp_path)
     assert "### 00.planes (Name the three planes): 0.67/1 points" in path.read_text()
+
+
+def test_a_cases_mistake_key_survives_the_journal_and_a_shard_file():
+    from fleetlab_instructor.report.gradebook import row_from_json, row_json
+
+    report = CheckReport("fail", "", (hidden_fail("'rules' is missing", "rules-missing"),
+                                      CaseReport("event bus", False, "pass", "")))
+    row = GradeRow("n", {"00.planes": 0.5}, {"00.planes": 1.0}, "", {"00.planes": report})
+    again = row_from_json(json.loads(json.dumps(row_json(row))))
+    assert again == row and again.checks["00.planes"].cases[0].mistake == "rules-missing"

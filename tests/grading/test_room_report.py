@@ -16,7 +16,7 @@ def graded(learner: str, scores: dict[str, float], checks: dict[str, CheckReport
 
 
 PASSING = CheckReport("pass", "", (CaseReport("one", False, "pass", ""),))
-HIDDEN_SLIP = CaseReport("", True, "fail", "a second publish of the same alert filed ticket 2")
+HIDDEN_SLIP = CaseReport("", True, "fail", "a second publish of the same alert filed ticket 2", "keyed-on-the-delivery")
 OWN_WORDS = CaseReport("redelivered", False, "fail", "the effect ran twice for alert-7. Key it on the alert.")
 
 

@@ -10,7 +10,9 @@ from fleetlab.core import runqueue
 from fleetlab.core.clock import VirtualClock, wait_until
 from fleetlab.core.timescale import ScaledClock
 from fleetlab.course import lab
+from fleetlab.core.errors import InvalidInput
 from fleetlab.course.grading import Case, CaseOutcome, CheckStatus, get_check, register, registry, run_check, runner
+from fleetlab.course.grading.registry import Diagnosis
 
 from .answers import body_is_ellipsis, divides, not_written, polls_forever, spins, waits_forever
 
@@ -104,6 +106,27 @@ def test_a_wrong_answer_fails_with_the_harness_diagnosis_and_no_score_in_the_not
     result = run_check(DOUBLE, lambda x: x + 1)
     assert (result.status, result.points) == (CheckStatus.FAIL, None)
     assert result.diagnosis == "double(2) returned 3, not 4"  # case one passes: 1 + 1 == 2
+
+
+def test_a_failed_case_carries_the_mistake_key_its_harness_named_and_a_passed_one_none():
+    def named(answer, case, ctx):
+        if answer(case.value) == 2 * case.value:
+            return CaseOutcome(True)
+        return CaseOutcome(False, Diagnosis("added one, not doubled", "adds-one") if case.value > 0 else "no idea")
+
+    with registry.isolated():
+        register("98.named", title="named", public=[Number("one", 1), Number("two", 2), Number("zero", 0)])(named)
+        result = run_check(get_check("98.named"), lambda x: x + 1)
+    assert [(case.status, case.mistake, case.diagnosis) for case in result.cases] == [
+        (CheckStatus.PASS, "", ""), (CheckStatus.FAIL, "adds-one", "added one, not doubled"),
+        (CheckStatus.FAIL, "", "no idea")]
+    assert type(result.cases[1].diagnosis) is str  # plain words once in the verdict
+
+
+@pytest.mark.parametrize(("ok", "mistake"), [(True, "adds-one"), (False, "Adds One"), (False, "adds_one")])
+def test_a_mistake_key_is_a_slug_of_a_failed_case_or_refused_naming_the_field(ok, mistake):
+    with pytest.raises(InvalidInput, match="^mistake: "):
+        CaseOutcome(ok, "words", mistake)
 
 
 def test_failures_that_differ_are_counted():

@@ -13,6 +13,7 @@ import nbformat
 import pytest
 from fleetlab_instructor.checks.lab00 import planes
 from fleetlab_instructor.grade import submissions
+from fleetlab_instructor.report.feedback import FITTED
 from fleetlab_instructor.grade.submissions import (LEARNER_CONVENTION, NOT_A_FILE, Shard, Unreadable, learner_file_name,
                                                      parse_shard, read_notebook, shard_of, take_in)
 from nbformat.v4 import new_code_cell, new_notebook
@@ -306,6 +307,10 @@ def test_the_merged_shards_are_the_unsharded_gradebook_and_room_report(room, uns
         sorted(path.name for path in (out.parent / "feedback").iterdir())
     assert (tmp_path / "feedback" / "bob.md").read_text() == (out.parent / "feedback" / "bob.md").read_text()
     assert without_plot((tmp_path / "room.html").read_text()) == without_plot((out.parent / "room.html").read_text())
+    labels = "".join(f"<li>{html.escape(label)} <b>(1)</b></li>" for label in (
+        "a hidden component missing", FITTED, "only the public four"))  # bob's key, eve's unnamed and keyed ones
+    for page in ((tmp_path / "room.html").read_text(), (out.parent / "room.html").read_text()):
+        assert f"<ol class='misconceptions'>{labels}</ol>" in page  # by each failed case's key, sharded or not
 
 
 def without_plot(page: str) -> str:

@@ -9,7 +9,7 @@ module ``fleetlab_instructor.checks.labNN.name``, which defines ``SIDE``::
         hidden=[Facts(...), Facts(...)],
         reference=reference_budget,
         right_answers=[RightAnswer("...", ...)],
-        wrong_answers=[WrongAnswer("...", ..., expect="good steps parked")],
+        wrong_answers=[WrongAnswer("...", ..., expect="good steps parked", mistake="hard-coded-budget")],
     )
 
 ``full_check(check_id)`` is the check the grader runs: the public side with
@@ -21,8 +21,8 @@ wrong answer is rejected) and for the grader.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from fleetlab.core.errors import InvalidInput
@@ -39,12 +39,17 @@ class WrongAnswer:
     ``expect`` is a fragment of the diagnosis the learner sees. ``public`` is
     True when the public cases reject it (the lesson's central mistakes must
     be), False when only hidden cases do (hard-coding, over-fitting).
+    ``mistake`` is the key (``CaseOutcome.mistake``) its failing cases report
+    when the harness recognises the mistake; feedback and the room report name
+    a failed case by it (``InstructorSide.label_of``). "" when the harness
+    names none: such a failure is told in the runner's or the harness's words.
     """
 
     name: str
     answer: Any
     expect: str
     public: bool = True
+    mistake: str = ""
 
 
 @dataclass(frozen=True)
@@ -57,17 +62,39 @@ class RightAnswer:
 
 @dataclass(frozen=True)
 class InstructorSide:
-    """What the grader and the course's tests know of a check and a learner must not."""
+    """What the grader and the course's tests know of a check and a learner must not.
+
+    ``shared_mistakes`` names, in a teacher's words, a mistake key that several
+    wrong answers share (the harness sees one mistake where the catalogue lists
+    its variants); feedback and the room report then say that name.
+    """
 
     check_id: str
     hidden: Sequence[Case] = ()
     reference: Any = None
     right_answers: Sequence[RightAnswer] = ()
     wrong_answers: Sequence[WrongAnswer] = ()
+    shared_mistakes: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for name in ("hidden", "right_answers", "wrong_answers"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
+        for wrong in self.wrong_answers:
+            if wrong.mistake and not registry.MISTAKE_KEY.match(wrong.mistake):
+                raise InvalidInput("mistake", f"{self.check_id} {wrong.name!r}: {wrong.mistake!r} is no mistake key",
+                                   hint="a key is lower-case words joined by '-', as the harness reports it")
+        keys = {wrong.mistake for wrong in self.wrong_answers}
+        if stray := sorted(set(self.shared_mistakes) - keys):
+            raise InvalidInput("shared_mistakes", f"{self.check_id}: no wrong answer carries {', '.join(stray)}",
+                               hint="name only keys that catalogue entries carry")
+
+    def label_of(self, mistake: str) -> str:
+        """What a failed case with key ``mistake`` points to: its ``shared_mistakes`` name, else the name of the
+        catalogue entries that carry it ("a or b" when two do); "" when none does."""
+        if mistake in self.shared_mistakes:
+            return self.shared_mistakes[mistake]
+        names = [wrong.name for wrong in self.wrong_answers if mistake and wrong.mistake == mistake]
+        return " or ".join(dict.fromkeys(names))
 
 
 _SIDES: dict[str, InstructorSide] = {}

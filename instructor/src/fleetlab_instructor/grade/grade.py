@@ -88,6 +88,7 @@ class CaseReport:
     hidden: bool
     status: str
     diagnosis: str
+    mistake: str = ""  # the key of the mistake the harness recognised, "" when none (``CaseOutcome.mistake``)
 
 
 @dataclass(frozen=True)
@@ -443,9 +444,14 @@ def _known_check(check_id: str) -> Check | None:
 
 
 def _check_report(grade: Mapping[str, Any]) -> CheckReport:
-    cases = tuple(CaseReport(str(case["name"]), bool(case["hidden"]), str(case["status"]), str(case["diagnosis"]))
-                  for case in grade.get("cases", ()))
+    cases = tuple(case_report(case) for case in grade.get("cases", ()))
     return CheckReport(str(grade["status"]), str(grade.get("diagnosis", "")), cases)
+
+
+def case_report(case: Mapping[str, Any]) -> CaseReport:
+    """The CaseReport of one case's plain data (the judge's verdict, a journal's or a shard's row)."""
+    return CaseReport(str(case["name"]), bool(case["hidden"]), str(case["status"]), str(case["diagnosis"]),
+                      str(case.get("mistake", "")))
 
 
 def _short(value: object) -> str:

@@ -45,12 +45,12 @@ from fleetlab.core.errors import InvalidInput
 from fleetlab.core.files import write_atomically
 from fleetlab.course.grading import registry
 from fleetlab.course.grading.display import format_points
-from fleetlab_instructor.report.feedback import NOT_GRADED, case_line, not_attempted
 from fleetlab_instructor.grade.grade import GradeRow
+from fleetlab_instructor.grade.submissions import Submission, csv_cell
 from fleetlab_instructor.report import gradebook
 from fleetlab_instructor.report.adjust import adjust, lateness
+from fleetlab_instructor.report.feedback import NOT_GRADED, case_line, not_attempted, public_cases_pass
 from fleetlab_instructor.report.gradebook import Gradebook, late_cell
-from fleetlab_instructor.grade.submissions import Submission, csv_cell
 
 CANVAS_ID_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 CANVAS_MAXIMA = "Points Possible"
@@ -208,12 +208,13 @@ def _check_tests(check_id: str, most: float, earned: float, row: GradeRow, hidde
         return [_test(title, earned, most, said, "visible")]
     case_points = 0.0 if check.all_or_nothing else most / len(report.cases)
     tests, hidden = [], 0
+    public_passed = public_cases_pass(report.cases)
     for case in report.cases:
         hidden += case.hidden
         passed = case.status == "pass" and earned > 0
         name = f"{title}: hidden case {hidden}" if case.hidden else f"{title}: public case {case.name}"
         tests.append(_test(name, case_points if passed else 0.0, case_points,
-                           case_line(check_id, case, hidden).removeprefix("- "),
+                           case_line(check_id, case, hidden, public_passed=public_passed).removeprefix("- "),
                            hidden_visibility if case.hidden else "visible"))
     if check.all_or_nothing:
         tests.append(_test(f"{title}: every case together", earned, most, check.scoring(), "visible"))

@@ -2,12 +2,15 @@
 
 A public case is shown as the notebook shows it: its name, its status, its
 diagnosis. A hidden case is never named and its inputs never appear: a
-failed one says the misconception it points to, the name of the instructor's
-catalogue entry (a known wrong answer) whose diagnosis it shares, hidden-only
-entries first, with any value that only the hidden cases hold blanked out;
-when no entry matches, the error the learner's code raised (its name only),
-else what hidden cases are there to catch (a case that timed out says so,
-in the runner's words). An exercise with no answer to
+failed one says the misconception it points to: the name of the instructor's
+catalogue entry (a known wrong answer) whose mistake key the harness reported
+for it, or the name the catalogue gives a key its entries share
+(``InstructorSide.label_of``; never found by searching the diagnosis), with
+any value that only the hidden cases hold blanked out. A failure no entry's
+key names is told in the runner's words (a time-out; the error the learner's
+code raised, by its name only); else, only when the public cases all pass,
+as what hidden cases are there to catch (an answer fitted to the public
+cases); else as a mistake the public cases' diagnoses show. An exercise with no answer to
 judge is "not attempted", or, when a cell of that exercise raised a syntax
 error, that error. A problem while grading (a raising cell, a hang, a dead
 kernel) is said as the gradebook's terminal table says it, each cell named as
@@ -42,6 +45,8 @@ HIDDEN_STATUS_SAYS = {
     "skipped": " (not run: the check ran out of time on an earlier case)",
 }
 MACHINE_TOO_BUSY = "not judged: the grading machine was too busy to give your code its time; ask for a regrade"
+UNNAMED = ("a mistake the catalogue does not name; the public cases fail too, and their diagnoses above may show "
+           "what it is")
 NOT_ATTEMPTED = "not attempted"
 NOT_GRADED = "not graded: no answer to it reached the grader (run its `check()` cell, and keep it)"
 
@@ -91,10 +96,17 @@ def _check_section(check_id: str, most: float, row: GradeRow) -> list[str]:
             ": ".join(filter(None, (report.status, report.diagnosis)))
         return [*lines, said, ""]
     hidden = 0
+    public_passed = public_cases_pass(report.cases)
     for case in report.cases:
         hidden += case.hidden
-        lines.append(case_line(check_id, case, hidden))
+        lines.append(case_line(check_id, case, hidden, public_passed=public_passed))
     return [*lines, ""]
+
+
+def public_cases_pass(cases: Sequence[CaseReport]) -> bool:
+    """Whether a check's verdict holds public cases and each of them passed."""
+    public = [case for case in cases if not case.hidden]
+    return bool(public) and all(case.status == "pass" for case in public)
 
 
 def not_attempted(check_id: str, diagnosis: str, error: str) -> str:
@@ -110,8 +122,9 @@ def not_attempted(check_id: str, diagnosis: str, error: str) -> str:
     return f"{NOT_ATTEMPTED}: the answer is as it was handed out (its `...` or `raise NotImplementedError` is there)"
 
 
-def case_line(check_id: str, case: CaseReport, hidden_number: int) -> str:
-    """One case as a learner may read it: a public case by name, a hidden one by number and what it points to."""
+def case_line(check_id: str, case: CaseReport, hidden_number: int, *, public_passed: bool) -> str:
+    """One case as a learner may read it: a public case by name, a hidden one by number and what it points to
+    (``public_passed``: every public case of its check passed)."""
     if not case.hidden:
         said = f": {case.diagnosis}" if case.diagnosis else ""
         return f"- public case *{case.name}*: {case.status}{said}"
@@ -119,24 +132,28 @@ def case_line(check_id: str, case: CaseReport, hidden_number: int) -> str:
         return f"- hidden case {hidden_number}: {case.status} ({MACHINE_TOO_BUSY})"
     if case.status != "fail":
         return f"- hidden case {hidden_number}: {case.status}{HIDDEN_STATUS_SAYS.get(case.status, '')}"
-    return f"- hidden case {hidden_number}: fail; it points to: {misconception(check_id, case.diagnosis)}"
+    said = misconception(check_id, case, public_passed=public_passed)
+    return f"- hidden case {hidden_number}: fail; it points to: {said}"
 
 
-def misconception(check_id: str, diagnosis: str) -> str:
-    """What a failed hidden case of ``check_id`` with ``diagnosis`` points to, never its inputs (module docstring)."""
+def misconception(check_id: str, case: CaseReport, *, public_passed: bool) -> str:
+    """What failed hidden ``case`` of ``check_id`` points to, never its inputs (module docstring).
+
+    ``public_passed``: every public case of the check passed (only then may an
+    unnamed failure be called an answer fitted to the public cases).
+    """
     try:
-        wrong_answers = sorted(side_of(check_id).wrong_answers, key=lambda wrong: wrong.public)
-    except InvalidInput:
-        return FITTED
-    values = hidden_only_values(check_id)
-    if diagnosis.startswith("timed out"):  # the runner's words: a limit and the learner's own code, no input
-        return blank_out(diagnosis, values)
-    for wrong in wrong_answers:
-        if wrong.expect and wrong.expect in diagnosis:
-            return blank_out(wrong.name, values)
-    if raised := RAISED.match(diagnosis):  # the runner's words (``learner.raised``): an error, not a fitted answer
+        label = side_of(check_id).label_of(case.mistake)
+        values = hidden_only_values(check_id)
+    except InvalidInput:  # a check with no instructor's side: no catalogue, no hidden values known
+        label, values = "", set()
+    if label:
+        return blank_out(label, values)
+    if case.diagnosis.startswith("timed out"):  # the runner's words: a limit and the learner's own code, no input
+        return blank_out(case.diagnosis, values)
+    if raised := RAISED.match(case.diagnosis):  # the runner's words (``learner.raised``): an error, not a fit
         return f"your code raised {raised['error']} on an input the public cases do not show"
-    return FITTED
+    return FITTED if public_passed else UNNAMED
 
 
 def hidden_only_values(check_id: str) -> set[str]:

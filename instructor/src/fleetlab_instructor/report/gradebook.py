@@ -53,7 +53,7 @@ from fleetlab.core.errors import InvalidInput
 from fleetlab.core.files import write_atomically
 from fleetlab.course.grading import registry
 from fleetlab.course.grading.display import format_points
-from fleetlab_instructor.grade.grade import CaseReport, CheckReport, GradeRow
+from fleetlab_instructor.grade.grade import CheckReport, GradeRow, case_report
 from fleetlab_instructor.grade.submissions import Shard, Submission, csv_cell, parse_run, parse_shard
 
 LEARNER_COLUMN = "learner"
@@ -338,9 +338,7 @@ def row_json(row: GradeRow) -> dict[str, Any]:
 def row_from_json(data: Mapping[str, Any]) -> GradeRow:
     """The GradeRow ``row_json`` made ``data`` of; KeyError, TypeError or ValueError when it is not one."""
     checks = {str(check_id): CheckReport(str(report["status"]), str(report["diagnosis"]),
-                                         tuple(CaseReport(str(case["name"]), bool(case["hidden"]),
-                                                          str(case["status"]), str(case["diagnosis"]))
-                                               for case in report["cases"]))
+                                         tuple(case_report(case) for case in report["cases"]))
               for check_id, report in data["checks"].items()}
     return GradeRow(str(data["notebook"]), {str(c): float(v) for c, v in data["scores"].items()},
                     {str(c): None if v is None else float(v) for c, v in data["max_points"].items()},

@@ -4,9 +4,10 @@
 (the plot inlined, no network): per check, the share of the learners who
 handed in its lab that earned every point, and the misconceptions most of
 them share. A misconception is named as the feedback files name it: the
-instructor's catalogue entry (a known wrong answer) whose diagnosis a failed
-case gave, or, for a failed public case no entry matches, the first sentence
-of its diagnosis. A hidden case's inputs never appear (``feedback.misconception``
+instructor's catalogue entry (a known wrong answer) whose mistake key a failed
+case reported (``CaseOutcome.mistake``; never found by searching the
+diagnosis), or, for a failed public case no entry's key names, the first
+sentence of its diagnosis. A hidden case's inputs never appear (``feedback.misconception``
 blanks them). Each learner counts once per misconception and check; equal
 counts are ordered by name, so a sharded run's report says what an
 unsharded one does. Last come intake's notes: the files left out, or graded
@@ -33,10 +34,10 @@ from fleetlab.core.files import write_atomically
 from fleetlab.core.rendering import notebook_html
 from fleetlab.course.grading import registry
 from fleetlab_instructor.checks import side_of
-from fleetlab_instructor.report.feedback import misconception
 from fleetlab_instructor.grade.grade import CaseReport, GradeRow
-from fleetlab_instructor.report.gradebook import Gradebook
 from fleetlab_instructor.grade.submissions import Submission
+from fleetlab_instructor.report.feedback import misconception, public_cases_pass
+from fleetlab_instructor.report.gradebook import Gradebook
 
 TOP = 3
 """Misconceptions shown per check: the room's most common ones."""
@@ -81,15 +82,15 @@ def _what_went_wrong(check_id: str, row: GradeRow) -> list[str]:
     report = row.checks.get(check_id)
     if report is None:
         return [DID_NOT_RUN if row.error else NOT_ATTEMPTED]
-    return [_misconception_of(check_id, case) for case in report.cases if case.status == "fail"]
+    public_passed = public_cases_pass(report.cases)
+    return [_misconception_of(check_id, case, public_passed) for case in report.cases if case.status == "fail"]
 
 
-def _misconception_of(check_id: str, case: CaseReport) -> str:
+def _misconception_of(check_id: str, case: CaseReport, public_passed: bool) -> str:
     if case.hidden:
-        return misconception(check_id, case.diagnosis)
-    for wrong in side_of(check_id).wrong_answers:
-        if wrong.expect and wrong.expect in case.diagnosis:
-            return wrong.name
+        return misconception(check_id, case, public_passed=public_passed)
+    if label := side_of(check_id).label_of(case.mistake):
+        return label
     match = _FIRST_SENTENCE.match(case.diagnosis)
     return match[1].rstrip(":;") if match else case.diagnosis
 

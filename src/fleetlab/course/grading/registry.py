@@ -52,12 +52,47 @@ class Case:
     name: str
 
 
+MISTAKE_KEY = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+
+
+class Diagnosis(str):
+    """A diagnosis in words that knows the key of the mistake it tells (for a harness's helpers that return words).
+
+    ``CaseOutcome(False, Diagnosis(words, "key"))`` reports ``mistake="key"``.
+    Joining it to other text gives a plain str, without the key.
+    """
+
+    mistake: str
+
+    def __new__(cls, words: str, mistake: str) -> Diagnosis:
+        said = super().__new__(cls, words)
+        said.mistake = mistake
+        return said
+
+
 @dataclass(frozen=True)
 class CaseOutcome:
-    """What the harness concluded for one case; ``diagnosis`` speaks the learner's terms."""
+    """What the harness concluded for one case; ``diagnosis`` speaks the learner's terms.
+
+    ``mistake`` is the key of the mistake a failed case recognised (a short
+    slug, ``"reports-only-the-failed-record"``), the one a catalogue entry
+    (``WrongAnswer.mistake``) carries; "" when the harness names none. A
+    failed case whose ``diagnosis`` is a ``Diagnosis`` takes its key from it.
+    Raises InvalidInput when it is not a lower-case slug or is set on a pass.
+    """
 
     ok: bool
     diagnosis: str = ""
+    mistake: str = ""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.diagnosis, Diagnosis):
+            if not self.ok and not self.mistake:
+                object.__setattr__(self, "mistake", self.diagnosis.mistake)
+            object.__setattr__(self, "diagnosis", str(self.diagnosis))
+        if self.mistake and (self.ok or not MISTAKE_KEY.match(self.mistake)):
+            raise InvalidInput("mistake", f"{self.mistake!r} is no mistake key of a failed case",
+                               hint="a failed case's key is lower-case words joined by '-'; a passed case has none")
 
 
 Harness = Callable[[Any, Case, Any], CaseOutcome]

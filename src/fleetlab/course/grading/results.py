@@ -53,6 +53,7 @@ class CaseResult:
     diagnosis: str = ""
     hidden: bool = False
     seconds: float = 0.0
+    mistake: str = ""  # the key of the mistake the harness recognised (``CaseOutcome.mistake``)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "diagnosis", capped(self.diagnosis))

@@ -315,7 +315,7 @@ def _run_case(check: Check, answer: Any, codes: frozenset[CodeType], case: Case,
         diagnosis = f"the harness returned {type(outcome).__name__}, not a CaseOutcome (a fleetlab bug)"
         return CaseResult(case.name, CheckStatus.ERROR, diagnosis, hidden, seconds)
     status = CheckStatus.PASS if outcome.ok else CheckStatus.FAIL
-    return CaseResult(case.name, status, outcome.diagnosis, hidden, seconds)
+    return CaseResult(case.name, status, outcome.diagnosis, hidden, seconds, outcome.mistake)
 
 
 def _timed_out(check: Check, context: CheckContext, stuck: traceback.FrameSummary | None) -> tuple[CheckStatus, str]:

@@ -160,7 +160,7 @@ def _plain(result: CheckResult) -> dict[str, Any]:
 def _plain_case(case: CaseResult) -> dict[str, Any]:
     """One case's verdict; a hidden case's name (it may state its input) is left out."""
     return {"name": "" if case.hidden else case.name, "hidden": case.hidden, "status": str(case.status),
-            "diagnosis": case.diagnosis}
+            "diagnosis": case.diagnosis, "mistake": case.mistake}
 
 
 def _write(results: Any, event: dict[str, Any]) -> None:

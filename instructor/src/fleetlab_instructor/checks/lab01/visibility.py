@@ -41,22 +41,34 @@ RIGHT_ANSWERS = (
 )
 
 WRONG_ANSWERS = (
-    WrongAnswer("SQS's default of 30 s", lambda times: 30, "outlived it"),
-    WrongAnswer("the median step time", lambda times: sorted(times)[len(times) // 2], "outlived it"),
-    WrongAnswer("the mean plus 50%", lambda times: 1.5 * sum(times) / len(times), "outlived it"),
-    WrongAnswer("twice the mean", lambda times: 2 * sum(times) / len(times), "outlived it"),
-    WrongAnswer("the p95 of the unsorted list, x1.5", _unsorted_p95, "the list is not sorted"),
-    WrongAnswer("the 12-hour maximum", lambda times: SQS_MAX_VISIBILITY, "waits"),
-    WrongAnswer("ten times the longest step seen", lambda times: 10 * max(times), "waits"),
-    WrongAnswer("the longest step seen (a heavy tail's outlier)", max, "waits"),
-    WrongAnswer("a hard-coded 900 s", lambda times: 900, "waits", public=False),
+    WrongAnswer("SQS's default of 30 s", lambda times: 30, "outlived it", mistake="shorter-than-the-slow-steps"),
+    WrongAnswer("the median step time", lambda times: sorted(times)[len(times) // 2], "outlived it",
+                mistake="shorter-than-the-slow-steps"),
+    WrongAnswer("the mean plus 50%", lambda times: 1.5 * sum(times) / len(times), "outlived it",
+                mistake="shorter-than-the-slow-steps"),
+    WrongAnswer("twice the mean", lambda times: 2 * sum(times) / len(times), "outlived it",
+                mistake="shorter-than-the-slow-steps"),
+    WrongAnswer("the p95 of the unsorted list, x1.5", _unsorted_p95, "the list is not sorted",
+                mistake="shorter-than-the-slow-steps"),
+    WrongAnswer("the 12-hour maximum", lambda times: SQS_MAX_VISIBILITY, "waits",
+                mistake="crashed-step-waits-too-long"),
+    WrongAnswer("ten times the longest step seen", lambda times: 10 * max(times), "waits",
+                mistake="crashed-step-waits-too-long"),
+    WrongAnswer("the longest step seen (a heavy tail's outlier)", max, "waits", mistake="crashed-step-waits-too-long"),
+    WrongAnswer("a hard-coded 900 s", lambda times: 900, "waits", public=False, mistake="crashed-step-waits-too-long"),
     WrongAnswer("a number, not the function", 630, "pass the function itself: check('01.visibility', choose_visibility)"),
-    WrongAnswer("a string", lambda times: "900", "return a number of seconds"),
-    WrongAnswer("a bool", lambda times: True, "a bool"),
-    WrongAnswer("NaN", lambda times: float("nan"), "returned NaN"),
-    WrongAnswer("a negative number", lambda times: -1, "a negative duration"),
-    WrongAnswer("more than SQS allows", lambda times: 50_000, "at most 43200 s"),
+    WrongAnswer("a string", lambda times: "900", "return a number of seconds", mistake="not-a-number-of-seconds"),
+    WrongAnswer("a bool", lambda times: True, "a bool", mistake="not-a-number-of-seconds"),
+    WrongAnswer("NaN", lambda times: float("nan"), "returned NaN", mistake="not-a-number-of-seconds"),
+    WrongAnswer("a negative number", lambda times: -1, "a negative duration", mistake="not-a-number-of-seconds"),
+    WrongAnswer("more than SQS allows", lambda times: 50_000, "at most 43200 s", mistake="past-the-sqs-maximum"),
 )
 
+SHARED_MISTAKES = {
+    "shorter-than-the-slow-steps": "a timeout shorter than the slow steps (the tail, not the middle, sets it)",
+    "crashed-step-waits-too-long": "a timeout far past the slow steps: a crashed step waits that long for nothing",
+    "not-a-number-of-seconds": "not a positive number of seconds",
+}
+
 SIDE = InstructorSide("01.visibility", hidden=HIDDEN, reference=reference_visibility,
-                      right_answers=RIGHT_ANSWERS, wrong_answers=WRONG_ANSWERS)
+                      right_answers=RIGHT_ANSWERS, wrong_answers=WRONG_ANSWERS, shared_mistakes=SHARED_MISTAKES)

@@ -45,22 +45,32 @@ def the_librarys_window(retry_window, retention, replay_horizon):
 
 
 WRONG_ANSWERS = (
-    WrongAnswer("the retry window only", lambda retry, retention, replay: retry, "the duplicate runs again"),
-    WrongAnswer("the queue's retention only", lambda retry, retention, replay: retention, "the duplicate runs again"),
-    WrongAnswer("a flat 24 hours", lambda retry, retention, replay: 86_400, "the duplicate runs again"),
+    WrongAnswer("the retry window only", lambda retry, retention, replay: retry, "the duplicate runs again",
+                mistake="window-too-short"),
+    WrongAnswer("the queue's retention only", lambda retry, retention, replay: retention, "the duplicate runs again",
+                mistake="window-too-short"),
+    WrongAnswer("a flat 24 hours", lambda retry, retention, replay: 86_400, "the duplicate runs again",
+                mistake="window-too-short"),
     WrongAnswer("the longest of the three", lambda retry, retention, replay: max(retry, retention, replay),
-                "the duplicate runs again"),
+                "the duplicate runs again", mistake="window-too-short"),
     WrongAnswer("retries and retention, no replays", lambda retry, retention, replay: retry + retention,
-                "the duplicate runs again"),
-    WrongAnswer("forever, in practice", lambda retry, retention, replay: 10 * 365 * 86_400, "the table only grows"),
-    WrongAnswer("a string", lambda retry, retention, replay: "30 days", "return a number of seconds"),
-    WrongAnswer("NaN", lambda retry, retention, replay: float("nan"), "returned NaN"),
+                "the duplicate runs again", mistake="window-too-short"),
+    WrongAnswer("forever, in practice", lambda retry, retention, replay: 10 * 365 * 86_400, "the table only grows",
+                mistake="window-far-too-long"),
+    WrongAnswer("a string", lambda retry, retention, replay: "30 days", "return a number of seconds",
+                mistake="not-a-number-of-seconds"),
+    WrongAnswer("NaN", lambda retry, retention, replay: float("nan"), "returned NaN",
+                mistake="not-a-number-of-seconds"),
     WrongAnswer("twice the longest of the three", lambda retry, retention, replay: 2 * max(retry, retention, replay),
-                "window the record is gone 1 h before then", public=False),
-    WrongAnswer("a hard-coded 30 days", lambda retry, retention, replay: 30 * 86_400, "the duplicate runs again", public=False),
+                "window the record is gone 1 h before then", public=False, mistake="window-too-short"),
+    WrongAnswer("a hard-coded 30 days", lambda retry, retention, replay: 30 * 86_400, "the duplicate runs again", public=False,
+                mistake="window-too-short"),
     WrongAnswer("the library's DuplicateSources", the_librarys_window,
                 "calls `fleetlab.services.state.window.DuplicateSources.safe_window`"),
 )
 
+SHARED_MISTAKES = {"window-too-short": "a window shorter than the last possible duplicate (a source of duplicates "
+                                       "left out or undercounted)"}
+
 SIDE = InstructorSide("02.window", hidden=HIDDEN, reference=reference_window,
-                      right_answers=RIGHT_ANSWERS, wrong_answers=WRONG_ANSWERS)
+                      right_answers=RIGHT_ANSWERS, wrong_answers=WRONG_ANSWERS, shared_mistakes=SHARED_MISTAKES)

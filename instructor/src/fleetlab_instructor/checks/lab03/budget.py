@@ -54,22 +54,30 @@ WRONG_ANSWERS = (
     WrongAnswer("outage / retry, rounded down, plus one",
                 lambda retry, outage, deadline, retention, triage: (outage // retry + 1, 14 * DAY),
                 "good steps parked"),
-    WrongAnswer("the largest maxReceiveCount SQS allows", lambda *facts: (1_000, 14 * DAY), "must be parked within"),
+    WrongAnswer("the largest maxReceiveCount SQS allows", lambda *facts: (1_000, 14 * DAY), "must be parked within",
+                mistake="poison-parked-too-late"),
     WrongAnswer("DLQ retention equal to the source's",
                 lambda retry, outage, deadline, retention, triage: (math.ceil(outage / retry) + 1, retention),
-                "SentTimestamp"),
+                "SentTimestamp",
+                mistake="dlq-expires-before-triage"),
     WrongAnswer("DLQ retention as long as triage",
                 lambda retry, outage, deadline, retention, triage: (math.ceil(outage / retry) + 1, triage),
-                "SentTimestamp"),
+                "SentTimestamp",
+                mistake="dlq-expires-before-triage"),
     WrongAnswer("DLQ retention in days", lambda retry, outage, deadline, retention, triage: (
-        math.ceil(outage / retry) + 1, 14), "SQS keeps a message for 1 min to 14 d"),
+        math.ceil(outage / retry) + 1, 14), "SQS keeps a message for 1 min to 14 d",
+                mistake="retention-out-of-range"),
     WrongAnswer("DLQ retention in minutes", lambda retry, outage, deadline, retention, triage: (
-        math.ceil(outage / retry) + 1, (retention + triage) // 60), "read as minutes"),
+        math.ceil(outage / retry) + 1, (retention + triage) // 60), "read as minutes",
+                mistake="retention-in-another-unit"),
     WrongAnswer("a DLQ that keeps 30 days", lambda retry, outage, deadline, retention, triage: (
-        math.ceil(outage / retry) + 1, 30 * DAY), "SQS keeps a message for 1 min to 14 d"),
+        math.ceil(outage / retry) + 1, 30 * DAY), "SQS keeps a message for 1 min to 14 d",
+                mistake="retention-out-of-range"),
     WrongAnswer("half a receive", lambda retry, outage, deadline, retention, triage: (
-        outage / retry + 1, 14 * DAY), "a whole number"),
-    WrongAnswer("only maxReceiveCount", lambda *facts: 5, "return two numbers"),
+        outage / retry + 1, 14 * DAY), "a whole number",
+                mistake="receive-count-not-whole-or-allowed"),
+    WrongAnswer("only maxReceiveCount", lambda *facts: 5, "return two numbers",
+                mistake="not-two-numbers"),
     WrongAnswer("a hard-coded 5 and 14 days", lambda *facts: (5, 14 * DAY), "good steps parked", public=False),
 )
 

@@ -29,19 +29,30 @@ RIGHT_ANSWERS = (
 )
 
 WRONG_ANSWERS = (
-    WrongAnswer("ignores the reserved calls", lambda quota, reserved, c: quota // c, "were throttled"),
-    WrongAnswer("rounds up", lambda quota, reserved, c: math.ceil((quota - reserved) / c), "were throttled"),
-    WrongAnswer("rounds to the nearest", lambda quota, reserved, c: round((quota - reserved) / c), "were throttled"),
-    WrongAnswer("the free calls as pods", lambda quota, reserved, c: quota - reserved, "were throttled"),
-    WrongAnswer("not rounded", lambda quota, reserved, c: (quota - reserved) / c, "not a whole number"),
+    WrongAnswer("ignores the reserved calls", lambda quota, reserved, c: quota // c, "were throttled",
+                mistake="pods-past-the-quota"),
+    WrongAnswer("rounds up", lambda quota, reserved, c: math.ceil((quota - reserved) / c), "were throttled",
+                mistake="pods-past-the-quota"),
+    WrongAnswer("rounds to the nearest", lambda quota, reserved, c: round((quota - reserved) / c), "were throttled",
+                mistake="pods-past-the-quota"),
+    WrongAnswer("the free calls as pods", lambda quota, reserved, c: quota - reserved, "were throttled",
+                mistake="pods-past-the-quota"),
+    WrongAnswer("not rounded", lambda quota, reserved, c: (quota - reserved) / c, "not a whole number",
+                mistake="not-a-replica-count"),
     WrongAnswer("subtracts the reserved calls after dividing", lambda quota, reserved, c: quota // c - reserved,
-                "maxReplicaCount"),
+                "maxReplicaCount", mistake="not-a-replica-count"),
     WrongAnswer("one pod short, for headroom", lambda quota, reserved, c: (quota - reserved) // c - 1,
-                "one more pod still fits"),
-    WrongAnswer("a hard-coded 51", lambda quota, reserved, c: 51, "lie idle"),
+                "one more pod still fits", mistake="calls-left-idle"),
+    WrongAnswer("a hard-coded 51", lambda quota, reserved, c: 51, "lie idle", mistake="calls-left-idle"),
     WrongAnswer("ten pods short, for a lot of headroom", lambda quota, reserved, c: (quota - reserved) // c - 10,
-                "10 more pods still fit"),
+                "10 more pods still fit", mistake="calls-left-idle"),
 )
 
+SHARED_MISTAKES = {
+    "pods-past-the-quota": "more pods than the free calls hold (the reserved calls ignored, or the division rounded up)",
+    "calls-left-idle": "fewer pods than the free calls hold: calls lie idle while documents wait",
+    "not-a-replica-count": "a cap KEDA refuses (not a whole, positive number of replicas)",
+}
+
 SIDE = InstructorSide("05.max_replicas", hidden=HIDDEN, reference=reference_max_replicas,
-                      right_answers=RIGHT_ANSWERS, wrong_answers=WRONG_ANSWERS)
+                      right_answers=RIGHT_ANSWERS, wrong_answers=WRONG_ANSWERS, shared_mistakes=SHARED_MISTAKES)

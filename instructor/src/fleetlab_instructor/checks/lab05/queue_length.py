@@ -32,19 +32,36 @@ RIGHT_ANSWERS = (
 
 WRONG_ANSWERS = (
     WrongAnswer("the steps per minute (throughput, not concurrency)",
-                lambda per_minute, seconds: round(per_minute), "more than the 3 messages per replica"),
-    WrongAnswer("the step time", lambda per_minute, seconds: round(seconds), "documents wait a whole step"),
-    WrongAnswer("rounded down", lambda per_minute, seconds: int(per_minute / 60 * seconds), "have nothing to do"),
-    WrongAnswer("one message per replica, to be safe", lambda per_minute, seconds: 1, "have nothing to do"),
+                lambda per_minute, seconds: round(per_minute), "more than the 3 messages per replica",
+                mistake="queue-length-below-concurrency"),
+    WrongAnswer("the step time", lambda per_minute, seconds: round(seconds), "documents wait a whole step",
+                mistake="queue-length-above-concurrency"),
+    WrongAnswer("rounded down", lambda per_minute, seconds: int(per_minute / 60 * seconds), "have nothing to do",
+                mistake="queue-length-below-concurrency"),
+    WrongAnswer("one message per replica, to be safe", lambda per_minute, seconds: 1, "have nothing to do",
+                mistake="queue-length-below-concurrency"),
     WrongAnswer("twice the concurrency, for a backlog per pod",
-                lambda per_minute, seconds: 2 * round(per_minute / 60 * seconds), "documents wait a whole step"),
+                lambda per_minute, seconds: 2 * round(per_minute / 60 * seconds), "documents wait a whole step",
+                mistake="queue-length-above-concurrency"),
     WrongAnswer("steps per minute x step time, without the /60",
-                lambda per_minute, seconds: round(per_minute * seconds), "documents wait a whole step"),
-    WrongAnswer("not rounded", lambda per_minute, seconds: per_minute / 60 * seconds, "not a whole number"),
-    WrongAnswer("a string KEDA cannot read", lambda per_minute, seconds: "5.0", "queueLength"),
-    WrongAnswer("zero", lambda per_minute, seconds: 0, "must be at least 1"),
-    WrongAnswer("a hard-coded 5", lambda per_minute, seconds: 5, "have nothing to do"),
+                lambda per_minute, seconds: round(per_minute * seconds), "documents wait a whole step",
+                mistake="queue-length-above-concurrency"),
+    WrongAnswer("not rounded", lambda per_minute, seconds: per_minute / 60 * seconds, "not a whole number",
+                mistake="not-a-queue-length"),
+    WrongAnswer("a string KEDA cannot read", lambda per_minute, seconds: "5.0", "queueLength",
+                mistake="not-a-queue-length"),
+    WrongAnswer("zero", lambda per_minute, seconds: 0, "must be at least 1", mistake="not-a-queue-length"),
+    WrongAnswer("a hard-coded 5", lambda per_minute, seconds: 5, "have nothing to do",
+                mistake="queue-length-below-concurrency"),
 )
 
+SHARED_MISTAKES = {
+    "queue-length-above-concurrency": "a queueLength above what a pod works at once: documents wait while the HPA "
+                                      "reads the fleet as full",
+    "queue-length-below-concurrency": "a queueLength below what a pod works at once: replicas sit idle",
+    "not-a-queue-length": "a queueLength KEDA cannot take (not a whole number of at least 1)",
+}
+
 SIDE = InstructorSide("05.queue_length", hidden=HIDDEN, reference=reference_queue_length,
-                      right_answers=RIGHT_ANSWERS, wrong_answers=WRONG_ANSWERS)
+                      right_answers=RIGHT_ANSWERS, wrong_answers=WRONG_ANSWERS,
+                      shared_mistakes=SHARED_MISTAKES)

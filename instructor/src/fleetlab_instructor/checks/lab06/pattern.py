@@ -33,18 +33,24 @@ RIGHT_ANSWERS = (
 )
 
 WRONG_ANSWERS = (
-    WrongAnswer("matches replays too", {"source": [SOURCE], "detail-type": [COMPLETED]}, "the replay reached"),
-    WrongAnswer("matches only replays", {**COMPLETED_STEPS, "replay-name": [{"exists": True}]}, "opposite"),
+    WrongAnswer("matches replays too", {"source": [SOURCE], "detail-type": [COMPLETED]}, "the replay reached",
+                mistake="lets-replays-through"),
+    WrongAnswer("matches only replays", {**COMPLETED_STEPS, "replay-name": [{"exists": True}]}, "opposite",
+                mistake="matches-only-replays"),
     WrongAnswer("replay-name inside detail",
-                {**COMPLETED_STEPS, "detail": {"replay-name": [{"exists": False}]}}, "top-level"),
+                {**COMPLETED_STEPS, "detail": {"replay-name": [{"exists": False}]}}, "top-level",
+                mistake="replay-name-inside-detail"),
     WrongAnswer("exists as a string", {**COMPLETED_STEPS, "replay-name": [{"exists": "false"}]}, "not a string"),
     WrongAnswer("a number where prefix takes text", {**REFERENCE_PATTERN, "source": [{"prefix": 3}]}, "take text"),
-    WrongAnswer("no detail-type", {"source": [SOURCE], "replay-name": [{"exists": False}]}, REQUESTED),
+    WrongAnswer("no detail-type", {"source": [SOURCE], "replay-name": [{"exists": False}]}, REQUESTED,
+                mistake="matches-requested-steps"),
     WrongAnswer("values not in lists", {"source": SOURCE, "detail-type": COMPLETED,
                                         "replay-name": [{"exists": False}]}, "sits in a list"),
     WrongAnswer("researcher steps only", {**REFERENCE_PATTERN, "detail": {"agent_class": ["researcher"]}},
-                "coder-1", public=False),
-    WrongAnswer("not JSON", "{'source': ['fleet.coordinator']}", "JSON"),
+                "coder-1", public=False,
+                mistake="blocks-original-steps"),
+    WrongAnswer("not JSON", "{'source': ['fleet.coordinator']}", "JSON",
+                mistake="pattern-not-a-dict-or-json"),
 )
 
 SIDE = InstructorSide("06.pattern", hidden=HIDDEN, reference=REFERENCE_PATTERN,

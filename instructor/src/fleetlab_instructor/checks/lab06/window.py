@@ -59,27 +59,37 @@ RIGHT_ANSWERS = (
 )
 
 WRONG_ANSWERS = (
-    WrongAnswer("omits the replay horizon", lambda f: _age(f) + _retention(f), "ran again"),
-    WrongAnswer("omits the queue's retention", lambda f: _age(f) + _horizon(f), "ran again"),
+    WrongAnswer("omits the replay horizon", lambda f: _age(f) + _retention(f), "ran again", mistake="window-too-short"),
+    WrongAnswer("omits the queue's retention", lambda f: _age(f) + _horizon(f), "ran again",
+                mistake="window-too-short"),
     WrongAnswer("counts retry attempts as seconds",
                 lambda f: (f["retry_policy"] or {}).get("MaximumRetryAttempts", 185) + _retention(f) + _horizon(f),
-                "ran again"),
+                "ran again", mistake="window-too-short"),
     WrongAnswer("the horizon in days, not seconds",
-                lambda f: _age(f) + _retention(f) + (f["replay_horizon_days"] or 0), "ran again"),
+                lambda f: _age(f) + _retention(f) + (f["replay_horizon_days"] or 0), "ran again",
+                mistake="window-too-short"),
     WrongAnswer("the archive's retention as the horizon (0 means forever)",
-                lambda f: _age(f) + _retention(f) + DAY * (f["archive"] or {}).get("RetentionDays", 0), "ran again"),
-    WrongAnswer("a flat 30 days", lambda f: 30 * DAY, "grows"),
+                lambda f: _age(f) + _retention(f) + DAY * (f["archive"] or {}).get("RetentionDays", 0), "ran again",
+                mistake="window-too-short"),
+    WrongAnswer("a flat 30 days", lambda f: 30 * DAY, "grows",
+                mistake="window-far-too-long"),
     WrongAnswer("adds the retention as SQS returns it (a string)",
-                lambda f: _age(f) + f["queue"]["MessageRetentionPeriod"] + _horizon(f), "come as strings"),
-    WrongAnswer("the whole window in days", lambda f: reference_window(f) / DAY, "read as days"),
+                lambda f: _age(f) + f["queue"]["MessageRetentionPeriod"] + _horizon(f), "come as strings",
+                mistake="adds-a-string-from-sqs"),
+    WrongAnswer("the whole window in days", lambda f: reference_window(f) / DAY, "read as days",
+                mistake="window-in-another-unit"),
     WrongAnswer("the visibility timeout instead of the retention",
-                lambda f: _age(f) + int(f["queue"]["VisibilityTimeout"]) + _horizon(f), "ran again"),
+                lambda f: _age(f) + int(f["queue"]["VisibilityTimeout"]) + _horizon(f), "ran again",
+                mistake="window-too-short"),
     WrongAnswer("no RetryPolicy read as no retries",
                 lambda f: (f["retry_policy"] or {}).get("MaximumEventAgeInSeconds", 0) + _retention(f) + _horizon(f),
-                "ran again", public=False),
+                "ran again", public=False, mistake="window-too-short"),
     WrongAnswer("the library's DuplicateSources", lambda f: DuplicateSources.from_facts(f).safe_window(),
                 "calls `fleetlab.services.state.window.DuplicateSources.from_facts`"),
 )
 
+SHARED_MISTAKES = {"window-too-short": "a window shorter than the last possible duplicate (a source of duplicates "
+                                       "left out, or counted in the wrong unit or field)"}
+
 SIDE = InstructorSide("06.window", hidden=HIDDEN, reference=reference_window,
-                      right_answers=RIGHT_ANSWERS, wrong_answers=WRONG_ANSWERS)
+                      right_answers=RIGHT_ANSWERS, wrong_answers=WRONG_ANSWERS, shared_mistakes=SHARED_MISTAKES)

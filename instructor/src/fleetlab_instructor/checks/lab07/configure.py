@@ -83,10 +83,11 @@ RIGHT_ANSWERS = (
 )
 
 WRONG_ANSWERS = (
-    WrongAnswer("the defaults, whatever the day", lambda facts: FleetConfig(), '"no duplicate effect" broke'),
+    WrongAnswer("the defaults, whatever the day", lambda facts: FleetConfig(), '"no duplicate effect" broke',
+                mistake="default-configuration"),
     WrongAnswer("records kept one day, as in lab 02", lambda facts: replace(reference_configure(facts),
                                                                             idempotency_window=DAY),
-                "keep them longer than a replay reaches"),
+                "keep them longer than a replay reaches", mistake="records-expire-before-the-replay"),
     WrongAnswer("the governor left at its own quota", lambda facts: FleetConfig(
         idempotency_window=int(facts.replay_reach_seconds + DAY)), "hold the governor to the provider's quota"),
     WrongAnswer("a quota per minute instead of per hour", lambda facts: replace(reference_configure(facts),
@@ -102,7 +103,7 @@ WRONG_ANSWERS = (
                 "each new 1 h of yours grants them again inside one of its windows", public=False),
     WrongAnswer("the public days' numbers, hard-coded", lambda facts: FleetConfig(
         idempotency_window=4 * DAY, quota_tokens=6_000, quota_window=3_600, batch_tokens=1_080),
-        "keep them longer than a replay reaches", public=False),
+        "keep them longer than a replay reaches", public=False, mistake="records-expire-before-the-replay"),
 )
 
 SIDE = InstructorSide("07.configure", hidden=HIDDEN, reference=reference_configure,

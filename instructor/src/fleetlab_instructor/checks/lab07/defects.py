@@ -90,14 +90,15 @@ RIGHT_ANSWERS = (
 
 WRONG_ANSWERS = (
     WrongAnswer("starts again from the defaults", lambda config, scoreboard: FleetConfig(),
-                '"no duplicate effect" broke'),
-    WrongAnswer("returns the configuration unchanged", lambda config, scoreboard: config, "unchanged"),
+                '"no duplicate effect" broke', mistake="default-configuration"),
+    WrongAnswer("returns the configuration unchanged", lambda config, scoreboard: config, "unchanged",
+                mistake="returns-it-unchanged"),
     WrongAnswer("fixes only the first broken invariant", _first_broken_only, "let the last attempt park it"),
     WrongAnswer("drops the heartbeat and raises the visibility timeout to 12 h", _no_heartbeat_twelve_hours_visibility,
                 "a crashed step waits out a 12 h visibility timeout"),
     WrongAnswer("the public case's repair, hard-coded", lambda config, scoreboard: replace(
         config, park_with_diagnosis=True, heartbeat_seconds=300.0), "keep them longer than a replay reaches",
-        public=False),
+        public=False, mistake="records-expire-before-the-replay"),
 )
 
 SIDE = InstructorSide("07.defects", hidden=HIDDEN, reference=reference_repair,

@@ -64,26 +64,34 @@ def planes(answer: Any, case: Component, ctx: Any) -> CaseOutcome:
             False,
             "expected a dict mapping each component name (like 'event bus') to its plane "
             f"('control', 'work' or 'state'), not a {type(answer).__name__}",
+            "answer-not-a-dict",
         )
     given = {_normal(key): value for key, value in answer.items() if isinstance(key, str)}
     component = case.name
     if _normal(component) not in given:
-        return CaseOutcome(False, _missing(component, answer))
+        return _missing(component, answer)
     plane = given[_normal(component)]
     if not isinstance(plane, str) or _plane(plane) not in PLANES:
-        return CaseOutcome(False, f"{component!r} maps to {plane!r}, which is not a plane: {ALLOWED}")
+        return CaseOutcome(False, f"{component!r} maps to {plane!r}, which is not a plane: {ALLOWED}", "not-a-plane")
     if _plane(plane) != case.plane:
-        return CaseOutcome(False, f"{component!r} belongs to the {case.plane} plane, not {_plane(plane)}: {case.why}")
+        return CaseOutcome(False, f"{component!r} belongs to the {case.plane} plane, not {_plane(plane)}: {case.why}",
+                           f"{_key(component)}-in-the-{_key(_plane(plane))}-plane")
     return CaseOutcome(True)
 
 
-def _missing(component: str, answer: Mapping[Any, Any]) -> str:
+def _missing(component: str, answer: Mapping[Any, Any]) -> CaseOutcome:
     message = f"{component!r} is missing: map every component of the reference topology to its plane"
     known = {_normal(name) for name in COMPONENTS}
     strays = {_normal(key): key for key in answer if isinstance(key, str) and _normal(key) not in known}
     if close := difflib.get_close_matches(_normal(component), strays, n=1, cutoff=0.75):
-        message += f" (you wrote {strays[close[0]]!r}: did you mean {component!r}?)"
-    return message
+        return CaseOutcome(False, f"{message} (you wrote {strays[close[0]]!r}: did you mean {component!r}?)",
+                           "misspelt-component")
+    return CaseOutcome(False, message, f"{_key(component)}-missing")
+
+
+def _key(name: str) -> str:
+    """``name`` as words of a mistake key: "claim-check bucket" -> "claim-check-bucket"."""
+    return "-".join(re.sub(r"[^a-z0-9]+", " ", name.lower()).split())
 
 
 def _normal(name: str) -> str:

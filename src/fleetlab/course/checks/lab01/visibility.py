@@ -84,9 +84,10 @@ def check_visibility(answer: Any, case: Workload, ctx: Any) -> CaseOutcome:
     try:
         chosen = seconds(answer(list(times)), returned_by="choose_visibility", example="630")
     except InvalidInput as bad:
-        return CaseOutcome(False, str(bad))
+        return CaseOutcome(False, str(bad), "not-a-number-of-seconds")
     if chosen > SQS_MAX_VISIBILITY:
-        return CaseOutcome(False, f"{chosen:g} s: SQS takes at most {SQS_MAX_VISIBILITY} s (12 h) for a visibility timeout")
+        return CaseOutcome(False, f"{chosen:g} s: SQS takes at most {SQS_MAX_VISIBILITY} s (12 h) for a visibility timeout",
+                           "past-the-sqs-maximum")
     timeout = math.ceil(chosen)
     measured_p95 = p95(times)
     if timeout > MAX_RECOVERY_FACTOR * measured_p95:
@@ -94,6 +95,7 @@ def check_visibility(answer: Any, case: Workload, ctx: Any) -> CaseOutcome:
             False,
             f"{timeout} s is more than {MAX_RECOVERY_FACTOR}x the p95 step time ({measured_p95:g} s): "
             f"a message whose worker crashed waits {duration(timeout)} before anyone retries it",
+            "crashed-step-waits-too-long",
         )
     steps = raced_steps(case, ctx.rng())
     backend = ctx.backend
@@ -107,7 +109,8 @@ def check_visibility(answer: Any, case: Workload, ctx: Any) -> CaseOutcome:
     outlived = [alert for alert in steps if (_first_run_seconds(result, alert, ended) or 0) > kept]
     named = f"{timeout} s" if kept == timeout else f"{timeout} s (kept as {kept} s: whole seconds of service time)"
     if len(outlived) > MAX_OUTLIVED:
-        return CaseOutcome(False, _outlived_diagnosis(result, named, outlived, measured_p95, chosen=timeout))
+        return CaseOutcome(False, _outlived_diagnosis(result, named, outlived, measured_p95, chosen=timeout),
+                           "shorter-than-the-slow-steps")
     return CaseOutcome(True, f"{named}: {len(outlived)} of {SLICES} steps outlived it "
                              f"({SLICES} steps raced by {racers} workers)")
 

@@ -55,13 +55,15 @@ def check_window(answer: Any, case: Horizon, ctx: Any) -> CaseOutcome:
         window = seconds(answer(case.retry_window, case.retention, case.replay_horizon),
                          returned_by="idempotency_window", example="4 * 86_400")
     except InvalidInput as bad:
-        return CaseOutcome(False, str(bad))
+        return CaseOutcome(False, str(bad), "not-a-number-of-seconds")
     latest = case.retry_window + case.retention + case.replay_horizon
     if window < latest:
         return CaseOutcome(False, f"a duplicate can arrive up to {duration(latest)} after the first run "
                                   f"({_why_latest(case)}); with a {duration(window)} window the record is gone "
-                                  f"{duration(latest - window)} before then, and the duplicate runs again")
+                                  f"{duration(latest - window)} before then, and the duplicate runs again",
+                           "window-too-short")
     if window > MAX_WINDOW_FACTOR * latest:
         return CaseOutcome(False, f"a window of {duration(window)} keeps records more than {MAX_WINDOW_FACTOR}x past the "
-                                  f"last possible duplicate ({duration(latest)}): the table only grows")
+                                  f"last possible duplicate ({duration(latest)}): the table only grows",
+                           "window-far-too-long")
     return CaseOutcome(True, f"{duration(window)} covers duplicates up to {duration(latest)} later")

@@ -139,94 +139,99 @@ class _Run:
 
 def _judge(case: Batch, run: _Run, parked: set[str]) -> CaseOutcome:
     for number, invocation in enumerate(run.invocations, 1):
-        problem = _judge_invocation(case, invocation)
+        problem, mistake = _judge_invocation(case, invocation)
         if problem:
-            return CaseOutcome(False, f"batch {number} ({_span(invocation.records)}): {problem}")
+            return CaseOutcome(False, f"batch {number} ({_span(invocation.records)}): {problem}", mistake)
     poison = {trace for trace, attempts in case.failing if attempts >= POISON}
     for trace in case.steps:
         done, receives = run.ledger.count(trace), sum(trace in i.records for i in run.invocations)
         if trace in poison and (done or trace not in parked):
             return CaseOutcome(False, f"{trace} fails every time, yet it {'took effect' if done else 'is not in the DLQ'}"
-                                      ": it must be reported each time it fails, until SQS parks it")
+                                      ": it must be reported each time it fails, until SQS parks it",
+                               "poison-step-not-parked")
         if trace in poison:
             continue
         if done > 1:
-            return CaseOutcome(False, f"{trace} took effect {done} times")
+            return CaseOutcome(False, f"{trace} took effect {done} times", "step-ran-twice")
         if not done and trace in parked and not case.fifo:
             return CaseOutcome(False, f"{trace} never ran and was parked: your responses reported it in each of its "
                                       f"{receives} batches although it had not failed, so its receive count reached "
-                                      "maxReceiveCount. On a standard queue, report only the records that failed")
+                                      "maxReceiveCount. On a standard queue, report only the records that failed",
+                               "standard-queue-stops-at-first-failure")
         if not done and trace not in parked:
-            return CaseOutcome(False, f"{trace} never took effect and is not in the DLQ: it is lost")
+            return CaseOutcome(False, f"{trace} never took effect and is not in the DLQ: it is lost",
+                               "step-lost")
     held_back = sorted(trace for trace in case.steps if trace not in poison and trace in parked)
     behind = f"; {len(held_back)} later step(s) of its conversation were parked with it, in order" if held_back else ""
     return CaseOutcome(True, f"{len(run.invocations)} batches: no step lost or run twice, "
                              f"{len(poison)} poison step(s) parked{behind}")
 
 
-def _judge_invocation(case: Batch, invocation: _Invocation) -> str:
-    """What went wrong in one invocation, in the learner's terms ("" when nothing did)."""
+def _judge_invocation(case: Batch, invocation: _Invocation) -> tuple[str, str]:
+    """What went wrong in one invocation, in the learner's terms, and the mistake's key (("", "") when nothing
+    did)."""
     if invocation.raised is not None:
         if isinstance(invocation.raised, BatchProcessingError) and not invocation.ran:
             why = _first_child(invocation.raised)
             return (f"no record reached process(record): Powertools found every record failed ({why}), so the "
-                    "whole batch returns. Check the record handler you gave it")
+                    "whole batch returns. Check the record handler you gave it"), "record-handler-never-called"
         if isinstance(invocation.raised, BatchProcessingError) and set(invocation.failed) >= set(invocation.ran):
-            return ""  # Powertools fails the invocation when every record failed: the whole batch returns, rightly
+            return "", ""  # Powertools fails the invocation when every record failed: the whole batch returns, rightly
         ok = [trace for trace in invocation.ran if trace not in invocation.failed]
         return (f"process(record) raised for {invocation.failed[0]} and your function let the exception out, so "
                 f"Lambda returned the whole batch: {', '.join(ok) or 'the other records'} ran and will run again. "
-                "Catch the failure and report that record in batchItemFailures")
-    reported, problem = _reported(invocation)
+                "Catch the failure and report that record in batchItemFailures"), "lets-the-failure-through"
+    reported, problem, mistake = _reported(invocation)
     if problem:
-        return problem
+        return problem, mistake
     if case.fifo:
         for index, trace in enumerate(invocation.records):
             earlier = [t for t in invocation.records[:index] if t in invocation.failed and _group(t) == _group(trace)]
             if earlier and trace in invocation.ran:
                 return (f"{trace} ran after {earlier[0]} had failed in the same batch, which broke the order of "
                         f"{_group(trace)}: on a FIFO queue, stop at the first failure and report it and every "
-                        "record after it, unprocessed")
+                        "record after it, unprocessed"), "fifo-runs-on-after-a-failure"
             stopped = any(t in invocation.failed for t in invocation.records[:index])  # of any group: allowed
             if not stopped and trace not in invocation.ran and trace in reported:
                 return (f"your response returned {trace} unprocessed, though no earlier record had failed in this "
                         "batch: it comes back in every batch and, never run, reaches maxReceiveCount and is parked. "
-                        "On a FIFO queue, run the records in order until one fails")
+                        "On a FIFO queue, run the records in order until one fails"), "fifo-returns-records-unrun"
     for trace in invocation.records:
         if trace in invocation.failed and trace not in reported:
             return (f"{trace} failed, and your response did not report it: the event source mapping deleted it as "
-                    "done, so it is lost (never retried, never parked)")
+                    "done, so it is lost (never retried, never parked)"), "failed-record-not-reported"
         if trace not in invocation.ran and trace not in reported:
             return (f"{trace} never ran and your response did not report it: the event source mapping deleted it "
-                    "unprocessed, so it is lost")
+                    "unprocessed, so it is lost"), "reports-only-the-failed-record"
         if trace in invocation.ran and trace not in invocation.failed and trace in reported:
-            return f"you reported {trace} failed though it succeeded: it comes back and runs again (a duplicate)"
-    return ""
+            return (f"you reported {trace} failed though it succeeded: it comes back and runs again (a duplicate)",
+                    "reports-a-record-that-succeeded")
+    return "", ""
 
 
-def _reported(invocation: _Invocation) -> tuple[set[str], str]:
+def _reported(invocation: _Invocation) -> tuple[set[str], str, str]:
     """The traces the response names, or why the event source mapping could not read it (then it retries the
-    whole batch)."""
+    whole batch) and the mistake's key."""
     response = invocation.response
     if response is None or response == {}:
-        return set(), ""
+        return set(), "", ""
     failures = response.get("batchItemFailures") if isinstance(response, dict) else None
     if not isinstance(failures, list):
         return set(), (f"your function returned {_short(response)}, not {{'batchItemFailures': [...]}}: the event "
                        "source mapping cannot read it and returns the whole batch. Return {'batchItemFailures': "
-                       "[{'itemIdentifier': record['messageId']}, ...]}")
+                       "[{'itemIdentifier': record['messageId']}, ...]}"), "response-not-batch-item-failures"
     not_objects = [entry for entry in failures if not isinstance(entry, dict)]
     if not_objects:
         return set(), (f"batchItemFailures holds {_short(not_objects[0])}, not an object, so the event source "
                        "mapping cannot read it and returns the whole batch; each entry is "
-                       "{'itemIdentifier': record['messageId']}")
+                       "{'itemIdentifier': record['messageId']}"), "failures-not-objects"
     names = [entry.get("itemIdentifier") for entry in failures]
     unknown = [name for name in names if name not in invocation.by_id]
     if unknown:
         return set(), (f"batchItemFailures names {_short(unknown[0])}, which is no messageId of this batch, so the "
                        "event source mapping returns the whole batch; each entry is "
-                       "{'itemIdentifier': record['messageId']}")
-    return {invocation.by_id[name] for name in names}, ""
+                       "{'itemIdentifier': record['messageId']}"), "failures-name-no-message-id"
+    return {invocation.by_id[name] for name in names}, "", ""
 
 
 def _first_child(error: BatchProcessingError) -> str:

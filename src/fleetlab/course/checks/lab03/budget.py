@@ -77,7 +77,7 @@ def check_budget(answer: Any, case: Facts, ctx: Any) -> CaseOutcome:
     try:
         max_receive_count, retention = _read(returned)
     except InvalidInput as bad:
-        return CaseOutcome(False, str(bad))
+        return CaseOutcome(False, str(bad), READ_MISTAKES.get(bad.field, ""))
     run = _ride_out_the_outage(ctx, case, max_receive_count, retention)
     if run.parked_good:
         return CaseOutcome(False, _parked_good_work(case, max_receive_count, run))
@@ -86,12 +86,19 @@ def check_budget(answer: Any, case: Facts, ctx: Any) -> CaseOutcome:
         return CaseOutcome(False, f"with maxReceiveCount {max_receive_count} a poison step is received "
                                   f"{max_receive_count} times, one every {duration(case.retry_seconds)}, so it is parked "
                                   f"{duration(parked_after)} after it first failed; it must be parked within "
-                                  f"{duration(case.poison_deadline_seconds)}")
+                                  f"{duration(case.poison_deadline_seconds)}", "poison-parked-too-late")
     needed = case.source_retention_seconds + case.triage_seconds
     if retention < needed:
-        return CaseOutcome(False, _too_short(case, retention) + hints.unit_slip(retention, needed, RETENTION_RANGE[1]))
+        slip = hints.unit_slip(retention, needed, RETENTION_RANGE[1])
+        return CaseOutcome(False, _too_short(case, retention) + slip,
+                           "retention-in-another-unit" if slip else "dlq-expires-before-triage")
     return CaseOutcome(True, f"maxReceiveCount {max_receive_count} rides out a {duration(case.outage_seconds)} outage "
                              f"and parks poison after {duration(parked_after)}; the DLQ keeps {duration(retention)}")
+
+
+READ_MISTAKES = {"choose_budget": "not-two-numbers", "max_receive_count": "receive-count-not-whole-or-allowed",
+                 "dlq_retention_seconds": "retention-out-of-range"}
+"""The mistake key of each field ``_read`` refuses."""
 
 
 def _read(returned: Any) -> tuple[int, float]:

@@ -146,47 +146,49 @@ def _judge(case: Parked, steps: list[str], broken: set[str], journal: _Journal, 
     total_sent = journal.events[-1][1]
     if not processes:
         return CaseOutcome(False, f"you moved {total_sent} steps and never called process(): move a canary, "
-                                  "process() it, and look at what it says before moving the rest")
+                                  "process() it, and look at what it says before moving the rest",
+                           "never-calls-process")
     canary = processes[0]
     if canary > case.canary_size:
         what = "all of them" if canary >= case.parked else f"{canary} of them"
         if canary >= case.parked:
             return CaseOutcome(False, f"you moved {what} ({canary} steps) before the first process(): with no canary, "
                                       "a fix that does not work sends every parked step through the broken worker "
-                                      f"again; move at most canary_size ({case.canary_size}) first")
+                                      f"again; move at most canary_size ({case.canary_size}) first", "no-canary")
         return CaseOutcome(False, f"your canary was {canary} steps, more than the canary of {case.canary_size} asked "
                                   "for; take at most canary_size messages in the first moves (MaxNumberOfMessages "
-                                  "caps a receive)")
+                                  "caps a receive)", "canary-larger-than-asked")
     first_failed = next((i for i, result in enumerate(journal.results) if result.failed), None)
     if first_failed is not None and total_sent > processes[first_failed]:
         result = journal.results[first_failed]
         return CaseOutcome(False, f"the canary failed again ({result.failed} of {result.done + result.failed} steps "
                                   f"back in the DLQ) and you moved {total_sent - processes[first_failed]} more: stop "
-                                  "when process() reports failures")
+                                  "when process() reports failures", "goes-on-after-a-failed-canary")
     twice = sorted(trace for trace in steps if journal.ledger.count(trace) > 1)
     if twice:
         return CaseOutcome(False, f"{twice[0]} took effect {journal.ledger.count(twice[0])} times: it was sent to the "
                                   "queue more than once; delete each parked message (its ReceiptHandle) right after "
-                                  "sending it, so the next receive cannot move it again")
+                                  "sending it, so the next receive cannot move it again", "step-ran-twice")
     doubled = sorted(trace for trace, count in Counter(in_dlq).items() if count > 1)
     if doubled:
         return CaseOutcome(False, f"{doubled[0]} is parked twice in the DLQ ({len(doubled)} steps like it): the copy you "
                                   "sent failed again and was parked, and the original was never deleted; delete each "
-                                  "parked message (its ReceiptHandle) right after sending it")
+                                  "parked message (its ReceiptHandle) right after sending it", "parked-twice")
     copies = sorted(trace for trace in parked if journal.ledger.count(trace))
     if copies:
         return CaseOutcome(False, f"{copies[0]} took effect, and a copy of it is still in the DLQ ({len(copies)} steps "
                                   "like it): the next redrive runs it again; delete each parked message (its "
-                                  "ReceiptHandle) right after sending it")
+                                  "ReceiptHandle) right after sending it", "sends-without-deleting")
     lost = sorted(trace for trace in steps if journal.ledger.count(trace) == 0 and trace not in parked)
     if lost:
         return CaseOutcome(False, f"{lost[0]} is gone: it never took effect and is not in the DLQ any more ({len(lost)} "
-                                  "steps like it); send each message to the queue before you delete it from the DLQ")
+                                  "steps like it); send each message to the queue before you delete it from the DLQ",
+                           "deletes-without-sending")
     if first_failed is None:
         waiting = sorted(parked - broken)  # a step the fix does not cover may rightly end parked again
         if waiting:
             return CaseOutcome(False, f"{len(waiting)} steps are still parked after a healthy canary (e.g. {waiting[0]}):"
-                                      " move the rest, receiving until the DLQ is empty")
+                                      " move the rest, receiving until the DLQ is empty", "stops-after-the-canary")
         return CaseOutcome(True, f"canary of {canary} passed; all {case.parked} steps redriven, each done once")
     return CaseOutcome(True, f"canary of {canary} failed again; the redrive stopped with {len(parked)} steps parked")
 
@@ -202,7 +204,7 @@ def _judge_crash(crashed_after: str, steps: list[str], journal: _Journal, in_dlq
                                   "sent to the queue. Send each message to the queue first and delete it from the DLQ after: a "
                                   "crash in between then leaves a copy in both, and the idempotent worker absorbs the "
                                   "duplicate. SQS delivers at least once, so AWS's rule holds for every consumer: "
-                                  "delete a message only once what it asks for is done")
+                                  "delete a message only once what it asks for is done", "loses-a-step-in-a-crash")
     both = sum(1 for trace in parked if journal.ledger.count(trace))
     return CaseOutcome(True, f"killed moving the rest, right after a {crashed_after}: no step lost (steps that ran "
                              f"and are back in the DLQ too: {both}, duplicates the idempotent worker absorbs)")

@@ -101,7 +101,7 @@ def check_triage(answer: Any, case: Backlog, ctx: Any) -> CaseOutcome:
             said = hints.explained_error(exc, answer, __file__, _no_message_attributes)
             if not said:
                 raise
-            return CaseOutcome(False, said)
+            return CaseOutcome(False, said, "assumes-every-record-has-attributes")
         finally:
             log.close()
         left, visible = messages.held(backend, queue.dlq_url), messages.depth(backend, queue.dlq_url)
@@ -110,15 +110,16 @@ def check_triage(answer: Any, case: Backlog, ctx: Any) -> CaseOutcome:
         deleted = len(log.of("delete_message")) + sum(len(c.params.get("Entries", [])) for c in log.of("delete_message_batch"))
         return CaseOutcome(False, f"you deleted {len(codes) - left} of the {len(codes)} records ({deleted} deletes): "
                                   "triage must leave the DLQ as it found it, so a redrive can still move them; "
-                                  "put each back with change_message_visibility(..., VisibilityTimeout=0) instead")
+                                  "put each back with change_message_visibility(..., VisibilityTimeout=0) instead",
+                           "deletes-what-it-read")
     if visible < len(codes):
-        return CaseOutcome(False, _still_hidden(len(codes) - visible, len(codes), log))
+        return CaseOutcome(False, _still_hidden(len(codes) - visible, len(codes), log), "leaves-records-hidden")
     try:
         counts = _read_counts(returned)
     except InvalidInput as bad:
-        return CaseOutcome(False, str(bad))
+        return CaseOutcome(False, str(bad), "counts-not-returned")
     if counts != expected:
-        return CaseOutcome(False, _miscounted(counts, expected, log, budget))
+        return CaseOutcome(False, *_miscounted(counts, expected, log, budget))
     return CaseOutcome(True, f"{len(codes)} records counted by class, every one still in the DLQ and visible")
 
 
@@ -174,7 +175,8 @@ def _still_hidden(hidden: int, total: int, log: CallLog) -> str:
             "change_message_visibility(..., VisibilityTimeout=0) before returning")
 
 
-def _miscounted(counts: Counter, expected: Counter, log: CallLog, budget: _Budget) -> str:
+def _miscounted(counts: Counter, expected: Counter, log: CallLog, budget: _Budget) -> tuple[str, str]:
+    """Why the counts differ, in words, and the mistake's key."""
     got, total = sum(counts.values()), sum(expected.values())
     said = f"you counted {dict(counts)}; the records' ERROR_CODE attributes say {dict(expected)}"
     receives = log.of("receive_message")
@@ -182,24 +184,27 @@ def _miscounted(counts: Counter, expected: Counter, log: CallLog, budget: _Budge
     if budget.exhausted or got > total:
         why = " (VisibilityTimeout=0 shows them again at once)" if zero else ""
         return (f"{said}: records you had already read came back and were counted again{why}; hide what you read "
-                "until you are done (a VisibilityTimeout of a minute), then put it all back")
+                "until you are done (a VisibilityTimeout of a minute), then put it all back"), "counts-records-again"
     if got < total and zero:
         return (f"{said}: you read {got} of the {total} records: with VisibilityTimeout=0 the records you had read "
                 "came back at once and filled your receives, so the others never reached you; hide what you read "
-                "until you are done (a VisibilityTimeout of a minute), then put it all back")
+                "until you are done (a VisibilityTimeout of a minute), then put it all back",
+                "zero-visibility-starves-receives")
     if not any(_asks_attributes(call.params) for call in receives) and (counts.get(UNKNOWN) or total):
         return (f"{said}: ReceiveMessage returns message attributes only when asked: pass "
                 "MessageAttributeNames=['All'] (ERROR_CODE is one of the message attributes the pipeline set when "
-                "it parked the step)")
+                "it parked the step)"), "never-asks-for-attributes"
     if got < total and budget.short:
         return (f"{said}: you read {got} of the {total} records; a receive can return fewer records than it asks "
-                "for while more wait (SQS samples its servers), so only a receive that returns none means done")
+                "for while more wait (SQS samples its servers), so only a receive that returns none means done",
+                "stops-at-a-short-receive")
     if got < total:
         return (f"{said}: you read {got} of the {total} records; ReceiveMessage hands out at most 10 records per "
-                "call, so keep receiving until a receive returns none")
+                "call, so keep receiving until a receive returns none"), "one-receive"
     if None in counts:
-        return f"{said}: a record without ERROR_CODE counts under 'UNKNOWN', not None"
-    return f"{said}: count each record under its ERROR_CODE message attribute, not under what its payload says"
+        return f"{said}: a record without ERROR_CODE counts under 'UNKNOWN', not None", "unknown-counted-as-none"
+    return (f"{said}: count each record under its ERROR_CODE message attribute, not under what its payload says",
+            "counts-by-payload")
 
 
 def _asks_attributes(params: dict[str, Any]) -> bool:

@@ -17,7 +17,7 @@ from typing import Any
 from fleetlab.core.errors import AslError, InvalidInput
 from fleetlab.course.checks.lab04.common import refused_task
 from fleetlab.course.experiments.callback import CallbackBench, Plan, calls, model_call_steps, percentile
-from fleetlab.course.grading.registry import Case, CaseOutcome, register
+from fleetlab.course.grading.registry import Case, CaseOutcome, Diagnosis, register
 from fleetlab.course.grading.values import seconds
 from fleetlab.services.stepfunctions import machines
 
@@ -94,13 +94,14 @@ def check_timeouts(answer: Any, case: Profile, ctx: Any) -> CaseOutcome:
 
 def _timer_problem(timeout: Any, heartbeat: Any, measured: list[list[float]]) -> str:
     if not timeout:
-        return ("a callback task without TimeoutSeconds waits for its answer for up to a year: a worker that dies "
-                "holding the token leaves the execution RUNNING; give every callback task a TimeoutSeconds")
+        return Diagnosis("a callback task without TimeoutSeconds waits for its answer for up to a year: a worker "
+                         "that dies holding the token leaves the execution RUNNING; give every callback task a "
+                         "TimeoutSeconds", "no-timeout")
     if not heartbeat:
         p95_call = percentile([call for step in measured for call in step], 0.95)
-        return (f"no HeartbeatSeconds: a worker that dies mid-step is noticed only when TimeoutSeconds ({timeout} s) "
-                f"runs out, where a heartbeat would notice it after one call's worth of silence (p95 call "
-                f"{p95_call:g} s); give long steps a heartbeat")
+        return Diagnosis(f"no HeartbeatSeconds: a worker that dies mid-step is noticed only when TimeoutSeconds "
+                         f"({timeout} s) runs out, where a heartbeat would notice it after one call's worth of silence "
+                         f"(p95 call {p95_call:g} s); give long steps a heartbeat", "no-heartbeat")
     return ""
 
 
@@ -109,9 +110,10 @@ def _whole(value: Any, field: str) -> tuple[int, str]:
     try:
         number = seconds(value, returned_by="choose_timeouts", example="630")
     except InvalidInput as refused:
-        return 0, f"{field}: {refused.problem} ({refused.hint})"
+        return 0, Diagnosis(f"{field}: {refused.problem} ({refused.hint})", "timer-not-a-number")
     if not number.is_integer():
-        return 0, (f"{field} {number:g}: Step Functions takes a whole number of seconds; round up with math.ceil")
+        return 0, Diagnosis(f"{field} {number:g}: Step Functions takes a whole number of seconds; round up with "
+                            "math.ceil", "fractions-of-a-second")
     return int(number), ""
 
 
@@ -120,7 +122,7 @@ def _refused_by_aws(timeout: int, heartbeat: int) -> str:
         machines.callback_definition("https://sqs.us-east-1.amazonaws.com/123456789012/tokens",
                                      timeout_seconds=timeout, heartbeat_seconds=heartbeat)
     except AslError as refused:
-        return f"Step Functions would refuse this task: {refused_task(refused)}"
+        return Diagnosis(f"Step Functions would refuse this task: {refused_task(refused)}", "task-refused-by-aws")
     return ""
 
 
@@ -132,16 +134,17 @@ def _shares_of(timeout: int) -> set[int]:
 def _killed(fresh: list[list[float]], timeout: int, heartbeat: int) -> str:
     by_timeout = [sum(step) for step in fresh if sum(step) > timeout]
     if len(by_timeout) > MAX_KILLED_SHARE * len(fresh):
-        return (f"{len(by_timeout)} of {len(fresh)} healthy steps ran longer than TimeoutSeconds {timeout} "
-                f"(the longest {max(by_timeout):g} s) and would be failed with States.Timeout; cover the p95 step "
-                "with a margin")
+        return Diagnosis(f"{len(by_timeout)} of {len(fresh)} healthy steps ran longer than TimeoutSeconds {timeout} "
+                         f"(the longest {max(by_timeout):g} s) and would be failed with States.Timeout; cover the p95 "
+                         "step with a margin", "timeout-shorter-than-healthy-steps")
     by_heartbeat = [max(step) for step in fresh if max(step) > heartbeat]
     if len(by_heartbeat) > MAX_KILLED_SHARE * len(fresh):
         share = ("; it is not a share of TimeoutSeconds, it is the longest silence between two beats"
                  if heartbeat in _shares_of(timeout) else "")
-        return (f"in {len(by_heartbeat)} of {len(fresh)} healthy steps a single model call ran longer than "
-                f"HeartbeatSeconds {heartbeat} (the longest {max(by_heartbeat):g} s): no heartbeat can go out during "
-                f"a call, so the task would time out; HeartbeatSeconds must cover the longest call{share}")
+        return Diagnosis(f"in {len(by_heartbeat)} of {len(fresh)} healthy steps a single model call ran longer than "
+                         f"HeartbeatSeconds {heartbeat} (the longest {max(by_heartbeat):g} s): no heartbeat can go out "
+                         f"during a call, so the task would time out; HeartbeatSeconds must cover the longest "
+                         f"call{share}", "heartbeat-a-share-of-timeout" if share else "heartbeat-shorter-than-a-call")
     return ""
 
 
@@ -149,12 +152,13 @@ def _too_slow(measured: list[list[float]], timeout: int, heartbeat: int) -> str:
     longest_call = max(call for step in measured for call in step)
     longest_step = max(sum(step) for step in measured)
     if heartbeat > math.ceil(MAX_TIMER_FACTOR * longest_call):
-        return (f"a worker that dies is noticed only after HeartbeatSeconds {heartbeat} s, more than "
-                f"{MAX_TIMER_FACTOR}x the longest model call ever measured ({longest_call:g} s): its step waits "
-                "that long for nothing")
+        return Diagnosis(f"a worker that dies is noticed only after HeartbeatSeconds {heartbeat} s, more than "
+                         f"{MAX_TIMER_FACTOR}x the longest model call ever measured ({longest_call:g} s): its step "
+                         "waits that long for nothing", "heartbeat-far-too-long")
     if timeout > math.ceil(MAX_TIMER_FACTOR * longest_step):
-        return (f"TimeoutSeconds {timeout} s is more than {MAX_TIMER_FACTOR}x the longest step ever measured "
-                f"({longest_step:g} s): a worker stuck in a loop that still beats is noticed only after that long")
+        return Diagnosis(f"TimeoutSeconds {timeout} s is more than {MAX_TIMER_FACTOR}x the longest step ever "
+                         f"measured ({longest_step:g} s): a worker stuck in a loop that still beats is noticed only "
+                         "after that long", "timeout-far-too-long")
     return ""
 
 

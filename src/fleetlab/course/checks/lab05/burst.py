@@ -76,7 +76,7 @@ class _Rules:
 
 
 HPA = _Rules()
-MISTAKES = (  # (the rule the answer seems to have missed, the rules it followed instead)
+MISTAKES = (  # (the rule the answer seems to have missed, its mistake key; the rules it followed instead)
     ("in-flight", _Rules(in_flight=False)),
     ("tolerance", _Rules(tolerance=False)),
     ("no-limit", _Rules(limit="none")),
@@ -107,7 +107,11 @@ class _Sync:
 
 
 class _Diverged(Exception):
-    """The learner's sync differs from the HPA's: the diagnosis in words."""
+    """The learner's sync differs from the HPA's: the diagnosis in words, and the mistake's key ("" when none)."""
+
+    def __init__(self, diagnosis: str, mistake: str = "") -> None:
+        super().__init__(diagnosis)
+        self.mistake = mistake
 
 
 @dataclass
@@ -128,10 +132,10 @@ class _Judge:
             got = whole_number(returned, returned_by="desired_replicas", what="a whole number of replicas",
                                example="8")
         except InvalidInput as bad:
-            raise _Diverged(f"{_reading(at, args)}: {bad}") from None
+            raise _Diverged(f"{_reading(at, args)}: {bad}", "not-a-whole-number") from None
         expected = HPA.desired(*args)
         if got != expected:
-            raise _Diverged(_diagnosis(at, got, expected, args))
+            raise _Diverged(_diagnosis(at, got, expected, args), _missed(got, args))
         self.path.append((at, got))
         return _Sync(at, current, got)
 
@@ -145,10 +149,15 @@ def _reading(at: float, args: tuple[int, ...]) -> str:
     return f"at +{at:g} s, with {_replicas(current)} and {visible} messages visible + {in_flight} in flight"
 
 
+def _missed(got: int, args: tuple[int, ...]) -> str:
+    """The first of ``MISTAKES`` whose rules set ``got`` replicas on this reading (its key); "" when none does."""
+    return next((name for name, rules in MISTAKES if rules.desired(*args) == got), "")
+
+
 def _diagnosis(at: float, got: int, expected: int, args: tuple[int, ...]) -> str:
     current, visible, in_flight, q, low, high = args
     head = f"{_reading(at, args)} (queueLength {q}), you set {_replicas(got)}; the HPA sets {expected}"
-    missed = next((name for name, rules in MISTAKES if rules.desired(*args) == got), "")
+    missed = _missed(got, args)
     metric = visible + in_flight
     ratio = metric / (q * current)
     limit = max(LIMIT_FACTOR * current, LIMIT_FLOOR)
@@ -218,6 +227,6 @@ def check_burst(answer: Any, case: Burst, ctx: Any) -> CaseOutcome:
               visibility_timeout=VISIBILITY, arrivals=case.arrivals, replicas=case.replicas, tick=TICK,
               max_seconds=case.step_seconds - TICK, hpa_step=judge.sync, prefix=ctx.fresh_prefix())
     except _Diverged as diverged:
-        return CaseOutcome(False, str(diverged))
+        return CaseOutcome(False, str(diverged), diverged.mistake)
     counts = " -> ".join(str(count) for _, count in judge.path)
     return CaseOutcome(True, f"{len(judge.path)} syncs, each as the HPA sets it ({counts})")

@@ -44,14 +44,14 @@ def _judge(case: Quota, cap: int) -> CaseOutcome:
                                   f"{case.pod_concurrency} steps asked for {asked} model calls at once against "
                                   f"{quota}; {run.throttled:,} receives were throttled, each a failed model call "
                                   f"and a message put back: pods past the quota turn queue pressure into "
-                                  f"throttling")
+                                  f"throttling", "pods-past-the-quota")
     unused = free - asked
     if unused >= case.pod_concurrency:
         more = unused // case.pod_concurrency
         fits = "one more pod still fits" if more == 1 else f"{more} more pods still fit"
         return CaseOutcome(False, f"maxReplicaCount {cap}: {cap} pods x {case.pod_concurrency} steps use {asked} "
                                   f"of {quota}: {unused} calls lie idle while documents wait in the queue; "
-                                  f"{fits} ({unused} // {case.pod_concurrency})")
+                                  f"{fits} ({unused} // {case.pod_concurrency})", "calls-left-idle")
     return CaseOutcome(True, f"maxReplicaCount {cap}: {asked} of {free} free model calls at the peak, "
                              f"nothing throttled")
 
@@ -76,5 +76,5 @@ def check_max_replicas(answer: Any, case: Quota, ctx: Any) -> CaseOutcome:
                            what="a whole number of replicas", example="40")
         applied(max_replicas=cap)
     except InvalidInput as bad:
-        return CaseOutcome(False, str(bad))
+        return CaseOutcome(False, str(bad), "not-a-replica-count")
     return _judge(case, cap)

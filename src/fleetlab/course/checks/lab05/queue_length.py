@@ -65,10 +65,12 @@ def _judge(case: LoadTest, queue_length: int, replicas: int) -> CaseOutcome:
     asked = f"the {_count(queue_length, 'message')} per replica you asked for"
     if slots < documents:
         return CaseOutcome(False, f"{fleet}, so {documents - slots} documents wait a whole step in the queue while "
-                                  f"the HPA reads the fleet as full; {law}, fewer than {asked}")
+                                  f"the HPA reads the fleet as full; {law}, fewer than {asked}",
+                           "queue-length-above-concurrency")
     spare = replicas - math.ceil(documents / pod)
     if spare > 0:
-        return CaseOutcome(False, f"{fleet}, and {spare} of them have nothing to do; {law}, more than {asked}")
+        return CaseOutcome(False, f"{fleet}, and {spare} of them have nothing to do; {law}, more than {asked}",
+                           "queue-length-below-concurrency")
     return CaseOutcome(True, f"queueLength {queue_length}: {replicas} replicas of {pod} for {documents} documents, "
                              f"none waiting, none idle")
 
@@ -91,7 +93,7 @@ def check_queue_length(answer: Any, case: LoadTest, ctx: Any) -> CaseOutcome:
     try:
         scaled = applied(queue_length=_as_metadata(answer(case.steps_per_minute, case.mean_step_seconds)))
     except InvalidInput as bad:
-        return CaseOutcome(False, str(bad))
+        return CaseOutcome(False, str(bad), "not-a-queue-length")
     run = burst(ctx.backend, scaled, case.documents, step_seconds=case.mean_step_seconds,
                 concurrency=case.concurrency, visibility_timeout=VISIBILITY, tick=TICK,
                 max_seconds=case.mean_step_seconds - TICK, prefix=ctx.fresh_prefix())

@@ -16,7 +16,7 @@ from botocore.exceptions import ClientError, ParamValidationError
 
 from fleetlab.core.errors import InvalidInput
 from fleetlab.course.experiments.replay import BILLING_WEBHOOK, ReplayBench
-from fleetlab.course.grading.registry import Case, CaseOutcome, register
+from fleetlab.course.grading.registry import Case, CaseOutcome, Diagnosis, register
 from fleetlab.services.events import replay as replays
 from fleetlab.services.events.envelope import COMPLETED, REQUESTED
 
@@ -77,14 +77,20 @@ def _filters_of(pattern: Any, path: str = "") -> list[tuple[str, Any]]:
 
 
 def _pattern_advice(pattern: dict[str, Any]) -> str:
-    """What the pattern's text says about a failure, beyond the counts."""
+    """What the pattern's text says about a failure, beyond the counts (a ``Diagnosis`` with its key), or ""."""
     for path, condition in _filters_of(pattern):
         if path.endswith(replays.REPLAY_NAME) and path != replays.REPLAY_NAME:
-            return (f" ({path}: replay-name is a top-level field of the event, beside source and detail-type, "
-                    "not inside detail)")
+            return Diagnosis(f" ({path}: replay-name is a top-level field of the event, beside source and "
+                             "detail-type, not inside detail)", "replay-name-inside-detail")
         if path == replays.REPLAY_NAME and condition.get("exists") is True:
-            return " (replay-name exists: true matches the replays only, the opposite of what the webhook needs)"
+            return Diagnosis(" (replay-name exists: true matches the replays only, the opposite of what the webhook "
+                             "needs)", "matches-only-replays")
     return ""
+
+
+def _advised_or(advice: str, mistake: str) -> str:
+    """The key the pattern's text shows (``_pattern_advice``), else ``mistake``."""
+    return advice.mistake if isinstance(advice, Diagnosis) else mistake
 
 
 def _sent(case: Traffic) -> list[tuple[str, str]]:
@@ -124,16 +130,19 @@ def _judge_traffic(bench: ReplayBench, pattern: dict[str, Any], case: Traffic) -
     if missing:
         blocked = ", ".join(missing)
         return CaseOutcome(False, f"the webhook never got {blocked}: your pattern blocks original completed steps, "
-                                  f"so their customers are never charged{advice}")
+                                  f"so their customers are never charged{advice}",
+                           _advised_or(advice, "blocks-original-steps"))
     requested = sorted({d.trace_id for d in got if d.detail_type == REQUESTED})
     if requested:
         return CaseOutcome(False, f"the webhook also got {len(requested)} {REQUESTED} events ({requested[0]}, ...): "
-                                  f"it would charge for steps that have not run; match detail-type {COMPLETED}")
+                                  f"it would charge for steps that have not run; match detail-type {COMPLETED}",
+                           "matches-requested-steps")
     replayed = [d for d in got if d.replay_name is not None]
     if replayed:
         return CaseOutcome(False, f"the replay reached the webhook: {len(replayed)} replayed events "
                                   f"(replay-name {replayed[0].replay_name}) would charge customers again; add "
-                                  f'"replay-name": [{{"exists": false}}]{advice}')
+                                  f'"replay-name": [{{"exists": false}}]{advice}',
+                           _advised_or(advice, "lets-replays-through"))
     return CaseOutcome(True, f"{len(originals)} original steps charged once each, {case.replays} replay(s) kept out")
 
 
@@ -152,7 +161,7 @@ def check_pattern(answer: Any, case: Traffic, ctx: Any) -> CaseOutcome:
         pattern = replays.as_pattern(answer)
     except InvalidInput as error:
         return CaseOutcome(False, f"the pattern {error.problem}; give a dict such as "
-                                  '{"source": ["fleet.coordinator"]}, or its JSON text')
+                                  '{"source": ["fleet.coordinator"]}, or its JSON text', "pattern-not-a-dict-or-json")
     bench, refused = _run_traffic(pattern, case, ctx)
     if bench is None:
         return CaseOutcome(False, refused)

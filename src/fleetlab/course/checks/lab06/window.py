@@ -67,7 +67,7 @@ def _store_test(window: float, sources: DuplicateSources, ctx: Any) -> CaseOutco
             clock.sleep(start + at - 1 - clock.now())
             if not isinstance(store.claim("step-9", "results-store"), Completed):
                 return CaseOutcome(False, f"a duplicate arriving {duration(at - 1)} after the first run (just before "
-                                          f"{what}) ran again: the record expired after {duration(window)}")
+                                          f"{what}) ran again: the record expired after {duration(window)}", "window-too-short")
     return None
 
 
@@ -101,7 +101,7 @@ def check_window(answer: Any, case: Setup, ctx: Any) -> CaseOutcome:
         said = hints.explained_error(exc, answer, __file__, lambda error: _a_string_from_sqs(error, facts))
         if not said:
             raise
-        return CaseOutcome(False, said)
+        return CaseOutcome(False, said, "adds-a-string-from-sqs")
     if window == 0:
         return CaseOutcome(False, "safe_window returned 0; return a positive number of seconds")
     sources = DuplicateSources.from_facts(facts)
@@ -109,10 +109,11 @@ def check_window(answer: Any, case: Setup, ctx: Any) -> CaseOutcome:
     if window > limit:
         return CaseOutcome(False, f"a window of {duration(window)} keeps records far past the last possible duplicate "
                                   f"({duration(sources.latest_duplicate)} after the first run): the table only grows; "
-                                  f"stay within twice that plus a day ({duration(limit)})")
+                                  f"stay within twice that plus a day ({duration(limit)})", "window-far-too-long")
     failed = _store_test(window, sources, ctx)
     if failed is not None:
-        return CaseOutcome(False, failed.diagnosis + hints.unit_slip(window, sources.latest_duplicate, limit))
+        slip = hints.unit_slip(window, sources.latest_duplicate, limit)
+        return CaseOutcome(False, failed.diagnosis + slip, "window-in-another-unit" if slip else failed.mistake)
     return CaseOutcome(True, f"{duration(window)} covers the last possible duplicate, "
                              f"{duration(sources.latest_duplicate)} after the first run")
 

@@ -34,7 +34,20 @@ def returned_config(value: Any, function: str) -> FleetConfig | CaseOutcome:
     if isinstance(value, FleetConfig):
         return value
     advice = "build it with FleetConfig(...), e.g. FleetConfig(**knobs) for a dict of knobs"
-    return CaseOutcome(False, f"{function} returned {type(value).__name__}, not a FleetConfig; {advice}")
+    return CaseOutcome(False, f"{function} returned {type(value).__name__}, not a FleetConfig; {advice}",
+                       "not-a-fleet-config")
+
+
+def recognised_mistake(config: FleetConfig, facts: DayFacts) -> str:
+    """The key of the mistake ``config`` shows for a day of ``facts`` that it failed; "" when it shows none here.
+
+    The defaults whatever the day come first; then records kept for less time than the day's replay reaches back.
+    """
+    if config == FleetConfig():
+        return "default-configuration"
+    if config.idempotency_window < facts.replay_reach_seconds:
+        return "records-expire-before-the-replay"
+    return ""
 
 
 def run_day(ctx: Any, case: Day, config: FleetConfig) -> Scoreboard:

@@ -4,14 +4,17 @@
 ``DayFacts``; the harness runs that short seeded chaos day on it and passes
 the configuration when the scoreboard holds every invariant and meets every
 budget. No number is matched: any configuration that survives the day passes.
+A failed day names the mistake the configuration shows, when it shows one
+(``recognised_mistake``).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from fleetlab.composition.chaos import Budgets, DayFacts
-from fleetlab.course.checks.lab07.common import Day, judge, returned_config, run_day
+from fleetlab.course.checks.lab07.common import Day, judge, recognised_mistake, returned_config, run_day
 from fleetlab.course.grading.registry import CaseOutcome, register
 
 DAY = 86_400
@@ -39,4 +42,6 @@ def check_configure(answer: Any, case: Day, ctx: Any) -> CaseOutcome:
     config = returned_config(answer(case.facts), "configure")
     if isinstance(config, CaseOutcome):
         return config
-    return judge(run_day(ctx, case, config))
+    outcome = judge(run_day(ctx, case, config))
+    return outcome if outcome.ok else replace(outcome, mistake=recognised_mistake(config, case.facts))
+

@@ -10,11 +10,11 @@ starting again from ``FleetConfig()`` does not pass: fix what broke.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from fleetlab.composition.chaos import DayFacts, FleetConfig, Scoreboard
-from fleetlab.course.checks.lab07.common import Day, judge, quoted, returned_config, run_day
+from fleetlab.course.checks.lab07.common import Day, judge, quoted, recognised_mistake, returned_config, run_day
 from fleetlab.course.checks.lab07.configure import BUDGETS, DAY
 from fleetlab.course.grading.registry import CaseOutcome, register
 
@@ -60,5 +60,7 @@ def check_defects(answer: Any, case: Planted, ctx: Any) -> CaseOutcome:
         return repaired
     if repaired == case.config:
         return CaseOutcome(False, f"repair returned the configuration unchanged, and its day broke "
-                                  f"{', '.join(quoted(name) for name in board.broken())}; change the knobs behind each")
-    return judge(run_day(ctx, case, repaired), what="your repaired configuration")
+                                  f"{', '.join(quoted(name) for name in board.broken())}; change the knobs behind each",
+                           "returns-it-unchanged")
+    outcome = judge(run_day(ctx, case, repaired), what="your repaired configuration")
+    return outcome if outcome.ok else replace(outcome, mistake=recognised_mistake(repaired, case.facts))
