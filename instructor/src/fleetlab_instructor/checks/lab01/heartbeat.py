@@ -121,39 +121,54 @@ WRONG_ANSWERS = (
         "extends once at the start",
         lambda sqs, url, h, vis, clock: _extend_once(sqs, url, h, vis),
         "while the 16 min 30 s step was still running",
+        mistake="stops-extending-before-the-step-ends",
     ),
     WrongAnswer(
         "beats every 1.5 visibility timeouts",
         lambda sqs, url, h, vis, clock: clock.every(1.5 * vis, _extender(sqs, url, h, vis)),
         "beat more often than the timeout",
+        mistake="beats-further-apart-than-an-extension-lasts",
     ),
     WrongAnswer(
         "beats exactly every visibility timeout (a tie)",
         lambda sqs, url, h, vis, clock: clock.every(vis, _extender(sqs, url, h, vis)),
         "at the very instant your heartbeat extended it",
+        mistake="beat-ties-the-window-end",
     ),
     WrongAnswer(
         "extends by less than its own interval",
         lambda sqs, url, h, vis, clock: clock.every(vis / 2, _extender(sqs, url, h, vis / 3)),
         "extend by more than the interval",
+        mistake="beats-further-apart-than-an-extension-lasts",
     ),
     WrongAnswer(
         "hides the message for 10 hours",
         lambda sqs, url, h, vis, clock: _extend_once(sqs, url, h, 36_000),
         "a crashed worker's message would wait that long",
+        mistake="hidden-long-after-the-step",
     ),
-    WrongAnswer("a timer that never stops", _NeverStops, "it never stopped"),
-    WrongAnswer("drops the timer instead of stopping it", _DropsTheTimer, "timer was dropped while still running"),
-    WrongAnswer("stops the beat only when the step succeeds", _StopsOnlyOnSuccess, "so it stops when the step raises too"),
-    WrongAnswer("swallows the step's exception", _swallows, "swallowed the exception"),
-    WrongAnswer("returns nothing", lambda sqs, url, h, vis, clock: None, "return a context manager"),
+    WrongAnswer("a timer that never stops", _NeverStops, "it never stopped", mistake="heartbeat-never-stops"),
+    WrongAnswer("drops the timer instead of stopping it", _DropsTheTimer, "timer was dropped while still running",
+                mistake="timer-left-to-the-garbage-collector"),
+    WrongAnswer("stops the beat only when the step succeeds", _StopsOnlyOnSuccess, "so it stops when the step raises too",
+                mistake="heartbeat-outlives-a-failed-step"),
+    WrongAnswer("swallows the step's exception", _swallows, "swallowed the exception",
+                mistake="swallows-the-step-exception"),
+    WrongAnswer("returns nothing", lambda sqs, url, h, vis, clock: None, "return a context manager",
+                mistake="not-a-context-manager"),
     WrongAnswer(
         "hard-coded for a 5-minute timeout",
         lambda sqs, url, h, vis, clock: clock.every(100, _extender(sqs, url, h, 300)),
         "visible from +60 s",
         public=False,
+        mistake="beats-further-apart-than-an-extension-lasts",
     ),
 )
 
+SHARED_MISTAKES = {
+    "beats-further-apart-than-an-extension-lasts": "beats further apart than each extension lasts (too rarely, or "
+                                                   "extending by too little)",
+}
+
 SIDE = InstructorSide("01.heartbeat", hidden=HIDDEN, reference=reference_heartbeat,
-                      right_answers=RIGHT_ANSWERS, wrong_answers=WRONG_ANSWERS)
+                      right_answers=RIGHT_ANSWERS, wrong_answers=WRONG_ANSWERS, shared_mistakes=SHARED_MISTAKES)

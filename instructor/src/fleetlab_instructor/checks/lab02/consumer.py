@@ -116,20 +116,29 @@ RIGHT_ANSWERS = (
 )
 
 WRONG_ANSWERS = (
-    WrongAnswer("no idempotency at all", lambda d, store: d.record_effect(kind="ticket"), "nothing told a later delivery"),
-    WrongAnswer("keyed by the SQS MessageId", lambda d, store: _keyed(d, store, d.message_id), "that key names the delivery"),
+    WrongAnswer("no idempotency at all", lambda d, store: d.record_effect(kind="ticket"), "nothing told a later delivery",
+                mistake="no-claim-before-the-ticket"),
+    WrongAnswer("keyed by the SQS MessageId", lambda d, store: _keyed(d, store, d.message_id), "that key names the delivery",
+                mistake="key-names-the-delivery"),
     WrongAnswer("keyed by the receipt handle", lambda d, store: _keyed(d, store, d.receipt_handle),
-                "that key names the delivery"),
+                "that key names the delivery", mistake="key-names-the-delivery"),
     WrongAnswer("keyed by the conversation", lambda d, store: _keyed(d, store, d.envelope.conversation_id),
-                "two alerts share that key"),
-    WrongAnswer("marks the work done before the ticket", _done_first, "completed before its ticket was filed"),
-    WrongAnswer("checks the record, then acts", _check_then_act, "claim first, and file only when the claim is won"),
-    WrongAnswer("never completes the claim", _never_completes, "none completed it"),
-    WrongAnswer("remembers alerts in memory", _in_memory, "remembers in memory dies with it"),
-    WrongAnswer("swallows AlreadyInProgress and returns", _swallows_busy, "let AlreadyInProgress through"),
+                "two alerts share that key", mistake="key-shared-by-several-alerts"),
+    WrongAnswer("marks the work done before the ticket", _done_first, "completed before its ticket was filed",
+                mistake="completed-before-the-ticket"),
+    WrongAnswer("checks the record, then acts", _check_then_act, "claim first, and file only when the claim is won",
+                mistake="files-before-claiming"),
+    WrongAnswer("never completes the claim", _never_completes, "none completed it",
+                mistake="never-completes-the-claim"),
+    WrongAnswer("remembers alerts in memory", _in_memory, "remembers in memory dies with it",
+                mistake="remembers-work-outside-the-store"),
+    WrongAnswer("swallows AlreadyInProgress and returns", _swallows_busy, "let AlreadyInProgress through",
+                mistake="returns-while-the-work-is-held"),
     WrongAnswer("one consumer name per worker", lambda d, store: _keyed(d, store, d.trace_id, d.worker),
-                "that key names the delivery or the worker"),
+                "that key names the delivery or the worker", mistake="consumer-name-per-worker"),
 )
 
+SHARED_MISTAKES = {"key-names-the-delivery": "keyed by the delivery (a MessageId or a receipt handle), not the work"}
+
 SIDE = InstructorSide("02.consumer", hidden=HIDDEN, reference=reference_consumer,
-                      right_answers=RIGHT_ANSWERS, wrong_answers=WRONG_ANSWERS)
+                      right_answers=RIGHT_ANSWERS, wrong_answers=WRONG_ANSWERS, shared_mistakes=SHARED_MISTAKES)

@@ -146,32 +146,45 @@ def the_librarys_store(ddb, table, key, owner, now, lease_seconds):
 
 WRONG_ANSWERS = (
     WrongAnswer("an unconditional put", lambda ddb, t, k, o, now, lease: _put(ddb, t, k, o, now, lease, None),
-                "the write needs a condition"),
+                "the write needs a condition", mistake="wins-a-live-lease"),
     WrongAnswer("no lease: only attribute_not_exists", lambda ddb, t, k, o, now, lease: _put(
-        ddb, t, k, o, now, lease, "attribute_not_exists(pk)"), "would stay blocked"),
+        ddb, t, k, o, now, lease, "attribute_not_exists(pk)"), "would stay blocked",
+                mistake="expired-lease-not-reclaimed"),
     WrongAnswer("reclaims whatever is past its lease", lambda ddb, t, k, o, now, lease: _put(
-        ddb, t, k, o, now, lease, "attribute_not_exists(pk) OR lease_until < :now"), "never reclaim finished work"),
-    WrongAnswer("reads, then writes without a condition", _read_then_put, "both got True"),
+        ddb, t, k, o, now, lease, "attribute_not_exists(pk) OR lease_until < :now"), "never reclaim finished work",
+                mistake="reclaims-finished-work"),
+    WrongAnswer("reads, then writes without a condition", _read_then_put, "both got True",
+                mistake="both-win-a-free-key"),
     WrongAnswer("a condition on the lease only", lambda ddb, t, k, o, now, lease: _put(
-        ddb, t, k, o, now, lease, "lease_until < :now"), "a free key must be won"),
+        ddb, t, k, o, now, lease, "lease_until < :now"), "a free key must be won", mistake="free-key-not-won"),
     WrongAnswer("status unescaped, every error taken for a lost race", lambda ddb, t, k, o, now, lease: _put(
         ddb, t, k, o, now, lease, "attribute_not_exists(pk) OR (status = :running AND lease_until < :now)",
-        catch_all=True), "DynamoDB refused your put_item"),
+        catch_all=True), "DynamoDB refused your put_item", mistake="error-taken-for-a-lost-race"),
     WrongAnswer("the item under another key", lambda ddb, t, k, o, now, lease: reference_claim(
-        _Rekeyed(ddb), t, k, o, now, lease), "no item with pk"),
-    WrongAnswer("returns a string", lambda ddb, t, k, o, now, lease: "won", "return True"),
+        _Rekeyed(ddb), t, k, o, now, lease), "no item with pk", mistake="no-lease-item-under-the-key"),
+    WrongAnswer("returns a string", lambda ddb, t, k, o, now, lease: "won", "return True", mistake="claim-not-a-bool"),
     WrongAnswer("a free key won by a condition, an expired lease reclaimed after a read", _reclaims_after_reading,
-                "ran out 1 s ago, at the same instant and both got True", public=False),
+                "ran out 1 s ago, at the same instant and both got True", public=False,
+                mistake="both-reclaim-an-expired-lease"),
     WrongAnswer("every error taken for a lost race", lambda ddb, t, k, o, now, lease: _put(
         ddb, t, k, o, now, lease, "attribute_not_exists(pk) OR (#s = :running AND lease_until < :now)",
-        {"#s": "status"}, catch_all=True), "ProvisionedThroughputExceededException", public=False),
+        {"#s": "status"}, catch_all=True), "ProvisionedThroughputExceededException", public=False,
+                mistake="error-taken-for-a-lost-race"),
     WrongAnswer("a hard-coded 15-minute lease", lambda ddb, t, k, o, now, lease: reference_claim(
-        ddb, t, k, o, now, LEASE), "it must be now + lease_seconds", public=False),
+        ddb, t, k, o, now, LEASE), "it must be now + lease_seconds", public=False,
+                mistake="lease-until-not-now-plus-lease"),
     WrongAnswer("a hard-coded key", lambda ddb, t, k, o, now, lease: reference_claim(
-        ddb, t, "alert-7", o, now, lease), "no item with pk 'alert-42'", public=False),
+        ddb, t, "alert-7", o, now, lease), "no item with pk 'alert-42'", public=False,
+                mistake="no-lease-item-under-the-key"),
     WrongAnswer("the library's IdempotencyStore", the_librarys_store,
                 "calls `fleetlab.services.state.idempotency.IdempotencyStore.claim`"),
 )
 
+SHARED_MISTAKES = {
+    "error-taken-for-a-lost-race": "every DynamoDB error taken for a lost race (only "
+                                   "ConditionalCheckFailedException is one)",
+    "no-lease-item-under-the-key": "the lease item written under another key than the one claimed",
+}
+
 SIDE = InstructorSide("02.lease", hidden=HIDDEN, reference=reference_claim,
-                      right_answers=RIGHT_ANSWERS, wrong_answers=WRONG_ANSWERS)
+                      right_answers=RIGHT_ANSWERS, wrong_answers=WRONG_ANSWERS, shared_mistakes=SHARED_MISTAKES)

@@ -61,13 +61,13 @@ def _slip(name: str) -> Any:
 
         in_flight = cpm * steps / 60 * seconds
         return {
-            "conversations": (cpm / 60 * seconds, bill(day=cpm * 1440)),
-            "per-minute": (cpm * steps * seconds, bill()),
-            "hour": (in_flight, bill(day=cpm * steps * 60)),
-            "one-sqs-call": (in_flight, bill(sqs=1)),
-            "per-request": (in_flight, bill(events=0.1)),
-            "no-write": (in_flight, bill(dynamodb=0)),
-            "per-call": (in_flight, bill() * 1e6),
+            "counts-conversations-not-steps": (cpm / 60 * seconds, bill(day=cpm * 1440)),
+            "steps-per-minute-times-seconds": (cpm * steps * seconds, bill()),
+            "bills-an-hour-not-a-day": (in_flight, bill(day=cpm * steps * 60)),
+            "one-sqs-request-per-step": (in_flight, bill(sqs=1)),
+            "events-billed-per-request": (in_flight, bill(events=0.1)),
+            "no-idempotency-write": (in_flight, bill(dynamodb=0)),
+            "prices-read-per-call": (in_flight, bill() * 1e6),
         }[name]
 
     return answer
@@ -81,14 +81,21 @@ def the_librarys_bill(conversations_per_minute, steps, step_seconds, prices):
 
 
 WRONG_ANSWERS = (
-    WrongAnswer("per conversation, not per step", _slip("conversations"), "grow with steps, not users"),
-    WrongAnswer("steps per minute x step seconds", _slip("per-minute"), "60 times too many"),
-    WrongAnswer("a bill for an hour", _slip("hour"), "your bill covers an hour"),
-    WrongAnswer("one SQS request per step", _slip("one-sqs-call"), "two SQS requests"),
-    WrongAnswer("PutEvents billed per request", _slip("per-request"), "10 entries in one PutEvents are 10 events"),
-    WrongAnswer("no idempotency write", _slip("no-write"), "one idempotency write"),
-    WrongAnswer("prices per call", _slip("per-call"), "not per call"),
-    WrongAnswer("the bill only", lambda cpm, steps, seconds, prices: 26.19, "return two numbers"),
+    WrongAnswer("per conversation, not per step", _slip("counts-conversations-not-steps"),
+                "grow with steps, not users", mistake="counts-conversations-not-steps"),
+    WrongAnswer("steps per minute x step seconds", _slip("steps-per-minute-times-seconds"), "60 times too many",
+                mistake="steps-per-minute-times-seconds"),
+    WrongAnswer("a bill for an hour", _slip("bills-an-hour-not-a-day"), "your bill covers an hour",
+                mistake="bills-an-hour-not-a-day"),
+    WrongAnswer("one SQS request per step", _slip("one-sqs-request-per-step"), "two SQS requests",
+                mistake="one-sqs-request-per-step"),
+    WrongAnswer("PutEvents billed per request", _slip("events-billed-per-request"),
+                "10 entries in one PutEvents are 10 events", mistake="events-billed-per-request"),
+    WrongAnswer("no idempotency write", _slip("no-idempotency-write"), "one idempotency write",
+                mistake="no-idempotency-write"),
+    WrongAnswer("prices per call", _slip("prices-read-per-call"), "not per call", mistake="prices-read-per-call"),
+    WrongAnswer("the bill only", lambda cpm, steps, seconds, prices: 26.19, "return two numbers",
+                mistake="not-two-numbers"),
     WrongAnswer("the seed's fleet, hard-coded", lambda cpm, steps, seconds, prices: (11_250, 26.19),
                 "steps in flight"),
     WrongAnswer("the library's capacity and daily_bill", the_librarys_bill,

@@ -24,7 +24,7 @@ from fleetlab.core.errors import StepFailed
 from fleetlab.course.experiments.delivery import send_alerts
 from fleetlab.course.grading.calls import Call, CallLog
 from fleetlab.course.grading.leaks import watching_timers
-from fleetlab.course.grading.registry import Case, CaseOutcome, register
+from fleetlab.course.grading.registry import Case, CaseOutcome, Diagnosis, register
 from fleetlab.course.grading.values import duration
 
 BOUNDARY = 1.0  # seconds: a beat this close to the end of the window is a race, not cover
@@ -161,7 +161,7 @@ def _hidden_until(calls: list[Call], vis: float) -> float:
 
 def _judge_heartbeat(run: _HeartbeatRun, calls: list[Call], case: LongStep, vis: float) -> CaseOutcome:
     if run.problem:
-        return CaseOutcome(False, run.problem)
+        return CaseOutcome(False, run.problem, "not-a-context-manager")
     end = run.ended if run.ended is not None else case.step
     step = f"the {duration(case.step)} step"
     if run.swallowed:
@@ -169,6 +169,7 @@ def _judge_heartbeat(run: _HeartbeatRun, calls: list[Call], case: LongStep, vis:
             False,
             f"{step} raised, but your context manager swallowed the exception: the worker would take the step "
             "for done and delete the message; let the exception through (__exit__ returns nothing)",
+            "swallows-the-step-exception",
         )
     late = [call for call in calls if call.tag == "after"]
     if late:
@@ -178,6 +179,7 @@ def _judge_heartbeat(run: _HeartbeatRun, calls: list[Call], case: LongStep, vis:
             False,
             f"your heartbeat extended the message at +{late[0].at:g} s, {duration(late[0].at - end)} after "
             f"{step} {when} (+{end:g} s): it never stopped, so a crashed worker's message would stay hidden{advice}",
+            "heartbeat-outlives-a-failed-step" if case.fails else "heartbeat-never-stops",
         )
     if run.dropped:
         return CaseOutcome(
@@ -186,6 +188,7 @@ def _judge_heartbeat(run: _HeartbeatRun, calls: list[Call], case: LongStep, vis:
             f"stopped only when Python garbage-collected it (ResourceWarning: {run.dropped[0]}). Collection can "
             "come late, or never while a reference cycle holds the timer, and the message stays hidden meanwhile; "
             "stop the timer yourself: enter it in a with block, or call its stop() (or __exit__) in your __exit__",
+            "timer-left-to-the-garbage-collector",
         )
     during = [call for call in calls if call.tag != "exit"]
     gap = _first_gap(during, end, vis, run.boundary)
@@ -193,7 +196,8 @@ def _judge_heartbeat(run: _HeartbeatRun, calls: list[Call], case: LongStep, vis:
         return CaseOutcome(False, _gap_diagnosis(gap, during, step, end, vis, run))
     taken = [at for at, phase in run.taken_at if phase != "after"]
     if taken:
-        return CaseOutcome(False, f"worker-2 received the message at +{taken[0]:g} s, while {step} was still running")
+        return CaseOutcome(False, f"worker-2 received the message at +{taken[0]:g} s, while {step} was still running",
+                           "taken-while-the-step-runs")
     back = _hidden_until(calls, vis)
     if back > end + RETURN_WITHIN * vis + run.boundary:
         return CaseOutcome(
@@ -201,34 +205,42 @@ def _judge_heartbeat(run: _HeartbeatRun, calls: list[Call], case: LongStep, vis:
             f"the message stays hidden until +{back:g} s, {duration(back - end)} after {step} ended: "
             f"a crashed worker's message would wait that long (allow at most {RETURN_WITHIN} visibility timeouts, "
             f"{duration(RETURN_WITHIN * vis)}); extend by about one visibility timeout at a time",
+            "hidden-long-after-the-step",
         )
     if not run.taken_at:
-        return CaseOutcome(False, f"the message did not come back within {duration(RETURN_WITHIN * vis)} of the step's end")
+        return CaseOutcome(False, f"the message did not come back within {duration(RETURN_WITHIN * vis)} of the step's end",
+                           "message-not-back-after-the-step")
     return CaseOutcome(True, f"hidden for the whole step, back {duration(max(run.taken_at[0][0] - end, 0))} after it ended")
 
 
 def _gap_diagnosis(
     gap: tuple[float, float], during: list[Call], step: str, end: float, vis: float, run: _HeartbeatRun
-) -> str:
+) -> Diagnosis:
+    """Why the message was visible during the step, with the mistake's key: never extended, a beat that ties
+    the window's end, no beat after the last window closed, or beats further apart than an extension lasts."""
     opened, closed = gap
     taken = [at for at, phase in run.taken_at if phase != "after"]
     seen = f"; here worker-2 received it at +{taken[0]:g} s" if taken else ""
     if not [call for call in during if _extensions(call)]:
-        return (
+        return Diagnosis(
             f"keep_hidden never extended the message while {step} ran (no ChangeMessageVisibility reached SQS): "
-            f"it became visible at +{opened:g} s and another worker can run it twice{seen}"
+            f"it became visible at +{opened:g} s and another worker can run it twice{seen}",
+            "never-extends",
         )
     if abs(closed - opened) < run.boundary:
-        return (
+        return Diagnosis(
             f"at +{opened:g} s the message's visibility ran out at the very instant your heartbeat extended it: "
             f"on AWS that is a race another worker's receive can win; beat before each window ends: every "
-            f"extension must last longer than the time to the next beat{seen}"
+            f"extension must last longer than the time to the next beat{seen}",
+            "beat-ties-the-window-end",
         )
-    until = "the step ended" if closed >= end else f"the next beat at +{closed:g} s"
-    return (
+    no_beat_after = closed >= end
+    until = "the step ended" if no_beat_after else f"the next beat at +{closed:g} s"
+    return Diagnosis(
         f"the message was visible from +{opened:g} s until {until}, while {step} was still running "
         f"(visibility timeout {vis:g} s): another worker can take it and run the step twice; "
-        f"beat more often than the timeout, and extend by more than the interval{seen}"
+        f"beat more often than the timeout, and extend by more than the interval{seen}",
+        "stops-extending-before-the-step-ends" if no_beat_after else "beats-further-apart-than-an-extension-lasts",
     )
 
 

@@ -19,7 +19,7 @@ from fleetlab.composition.topology import experiment_queue, experiment_table
 from fleetlab.core.errors import AlreadyInProgress, FleetlabError
 from fleetlab.core.faults import Crash, CrashPoint, FaultPlan, Latency
 from fleetlab.course.experiments.idempotency import deliver_under_chaos
-from fleetlab.course.grading.registry import Case, CaseOutcome, register
+from fleetlab.course.grading.registry import Case, CaseOutcome, Diagnosis, register
 from fleetlab.services.state.idempotency import Claim, Completed, IdempotencyStore
 
 INCIDENTS = {"alert-1": ("inc-7", 1), "alert-2": ("inc-7", 2), "alert-3": ("inc-7", 3),
@@ -117,55 +117,71 @@ def _story(result: Any, alert: str) -> str:
     return steps or "never received"
 
 
-def _consumer_diagnosis(alert: str, tickets: int, journal: _Journal, result: Any) -> str:
-    """Why ``alert`` filed ``tickets`` tickets, from what each of its deliveries did."""
+def _consumer_diagnosis(alert: str, tickets: int, journal: _Journal, result: Any) -> Diagnosis:
+    """Why ``alert`` filed ``tickets`` tickets, from what each of its deliveries did, with the mistake's key."""
     mine = journal.of(alert)
     head = f"{alert} filed {tickets} ticket{'' if tickets == 1 else 's'}"
     story = f" ({_story(result, alert)})"
     claims = [entry for entry in mine if entry.what in ("won", "done", "busy")]
     filers = [entry.delivery for entry in mine if entry.what == "ticket"]
     if tickets == 0:
-        return head + _why_none(mine, journal) + story
+        why = _why_none(mine, journal)
+        return Diagnosis(head + why + story, why.mistake)
     unclaimed = [d for d in filers if not any(e.delivery == d and e.what == "won" for e in mine)]
     if unclaimed:
-        return head + _why_unclaimed(unclaimed, mine, tickets) + story
-    records = sorted({entry.record for entry in claims if entry.delivery in filers})
+        why = _why_unclaimed(unclaimed, mine, tickets)
+        return Diagnosis(head + why + story, why.mistake)
+    filing_claims = [entry for entry in claims if entry.delivery in filers]
+    records = sorted({entry.record for entry in filing_claims})
     if len(records) > 1:
-        return head + f": its deliveries claimed different records ({' and '.join(records[:2])}), so each won: " \
-            "that key names the delivery or the worker (a MessageId or a receipt handle changes when the work comes " \
-            "back); key the work itself, delivery.trace_id, under one consumer name" + story
+        one_key = len({entry.key for entry in filing_claims}) == 1  # then only the consumer names differ
+        return Diagnosis(
+            head + f": its deliveries claimed different records ({' and '.join(records[:2])}), so each won: "
+            "that key names the delivery or the worker (a MessageId or a receipt handle changes when the work comes "
+            "back); key the work itself, delivery.trace_id, under one consumer name" + story,
+            "consumer-name-per-worker" if one_key else "key-names-the-delivery")
     if not any(entry.what == "complete" for entry in mine):
-        return head + f": each delivery won the claim on {records[0]} because none completed it; call " \
-            "store.complete(claim, result) after the ticket" + story
-    return head + ": the same work ran its effect again" + story
+        return Diagnosis(head + f": each delivery won the claim on {records[0]} because none completed it; call "
+                         "store.complete(claim, result) after the ticket" + story, "never-completes-the-claim")
+    return Diagnosis(head + ": the same work ran its effect again" + story, "effect-ran-twice")
 
 
-def _why_unclaimed(unclaimed: list[str], mine: list[_Entry], tickets: int) -> str:
+def _why_unclaimed(unclaimed: list[str], mine: list[_Entry], tickets: int) -> Diagnosis:
+    """Why a ticket was filed by a delivery that won no claim: a claim after the ticket, no claim at all (more than
+    one ticket), or a single ticket with nothing on the store (the work remembered elsewhere)."""
     if any(e.delivery in unclaimed and e.what in ("done", "busy") for e in mine):
-        return (": a delivery filed its ticket before its claim found the work taken (a read, then the ticket, then "
-                "the claim): two deliveries at once both see no record; claim first, and file only when the claim is won")
+        return Diagnosis(": a delivery filed its ticket before its claim found the work taken (a read, then the "
+                         "ticket, then the claim): two deliveries at once both see no record; claim first, and file "
+                         "only when the claim is won", "files-before-claiming")
     if tickets > 1:
-        return (": none of its deliveries claimed the work on the store before filing, so nothing told a later "
-                "delivery it was done; claim the key with store.claim(key, name) before the ticket")
-    return (": a ticket was filed by a delivery that never won a claim on the store; what one worker remembers in "
-            "memory dies with it and never reaches the other workers: claim the key with store.claim first")
+        return Diagnosis(": none of its deliveries claimed the work on the store before filing, so nothing told a "
+                         "later delivery it was done; claim the key with store.claim(key, name) before the ticket",
+                         "no-claim-before-the-ticket")
+    return Diagnosis(": a ticket was filed by a delivery that never won a claim on the store; what one worker "
+                     "remembers in memory dies with it and never reaches the other workers: claim the key with "
+                     "store.claim first", "remembers-work-outside-the-store")
 
 
-def _why_none(mine: list[_Entry], journal: _Journal) -> str:
+def _why_none(mine: list[_Entry], journal: _Journal) -> Diagnosis:
+    """Why an alert filed no ticket: its key completed by another alert, its record completed before a crash
+    took the ticket, no claim at all, or none of its deliveries filing."""
     for entry in mine:
         if entry.what == "done":
             owner = next((e.alert for e in journal.entries if e.what == "complete" and e.key == entry.key), "")
             if owner and owner != entry.alert:
-                return (f": its claim on {entry.record} found {owner}'s completed record: two alerts share that key; "
-                        "key each alert's own work, delivery.trace_id, not its incident (conversation)")
+                return Diagnosis(f": its claim on {entry.record} found {owner}'s completed record: two alerts share "
+                                 "that key; key each alert's own work, delivery.trace_id, not its incident "
+                                 "(conversation)", "key-shared-by-several-alerts")
     completed_first = [e for e in mine if e.what == "complete" and not any(
         t.what == "ticket" and t.delivery == e.delivery and t.seq < e.seq for t in mine)]
     if completed_first:
-        return (": its record was completed before its ticket was filed, and the worker crashed in between, so "
-                "every later delivery found the work done; file the ticket, then complete")
+        return Diagnosis(": its record was completed before its ticket was filed, and the worker crashed in "
+                         "between, so every later delivery found the work done; file the ticket, then complete",
+                         "completed-before-the-ticket")
     if not any(entry.what in ("won", "done", "busy") for entry in mine):
-        return ": its deliveries returned without claiming the work or filing a ticket"
-    return ": no delivery filed it"
+        return Diagnosis(": its deliveries returned without claiming the work or filing a ticket",
+                         "returns-without-claiming")
+    return Diagnosis(": no delivery filed it", "alert-never-filed")
 
 
 @register(
@@ -222,7 +238,8 @@ def check_consumer(answer: Any, case: Chaos, ctx: Any) -> CaseOutcome:
         return CaseOutcome(False, f"{swallowed}: a delivery found the work held by another worker "
                                   "(AlreadyInProgress) and returned anyway, so its worker deleted the message; had "
                                   "the holder died before its ticket, no message was left to bring the work back: "
-                                  "let AlreadyInProgress through, and the worker leaves the message for later")
+                                  "let AlreadyInProgress through, and the worker leaves the message for later",
+                           "returns-while-the-work-is-held")
     return CaseOutcome(True, f"{len(ALERTS)} alerts, {len(ALERTS)} tickets")
 
 

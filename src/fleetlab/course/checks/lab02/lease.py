@@ -16,7 +16,7 @@ from botocore.exceptions import ClientError
 from fleetlab.composition.topology import experiment_table
 from fleetlab.core.faults import Latency
 from fleetlab.course.grading.calls import CallLog
-from fleetlab.course.grading.registry import Case, CaseOutcome, register
+from fleetlab.course.grading.registry import Case, CaseOutcome, Diagnosis, register
 from fleetlab.course.grading.values import duration
 from fleetlab.services.state.idempotency import COMPLETED, INPROGRESS
 
@@ -116,43 +116,52 @@ def _state_words(run: _LeaseRun, key: str) -> tuple[str, str | None]:
     return f"{key}, whose lease (held by {state.owner}, never finished) ran out {duration(round(now - state.until))} ago,", "won"
 
 
-def _claim_diagnosis(run: _LeaseRun, key: str, owner: str, won: bool, errors: list[Any]) -> str:
+def _claim_diagnosis(run: _LeaseRun, key: str, owner: str, won: bool, errors: list[Any]) -> Diagnosis:
+    """Why a claim's answer was wrong for the key's state, with the mistake's key; a False that DynamoDB's refusal
+    of the write (``errors``, not a failed condition) produced is that error taken for a lost race."""
     words, _ = _state_words(run, key)
     state = run.keys.get(key)
     if won:
         if state is not None and state.done:
-            return f"{owner} reclaimed {words}: its ticket would be filed again; never reclaim finished work"
-        return f"{owner} claimed {words} and got True: two workers would run it; the write needs a condition that refuses a live lease"
+            return Diagnosis(f"{owner} reclaimed {words}: its ticket would be filed again; never reclaim finished work",
+                             "reclaims-finished-work")
+        return Diagnosis(f"{owner} claimed {words} and got True: two workers would run it; the write needs a condition "
+                         "that refuses a live lease", "wins-a-live-lease")
     refused = f" (DynamoDB refused your {errors[-1].operation}: {errors[-1].error}: {errors[-1].message})" if errors else ""
     if state is None:
-        return f"{owner} claimed {words} and got False: a free key must be won{refused}"
-    return (f"{owner} claimed {words} and got False: {key} would stay blocked until the record expires; "
-            f"reclaim a lease once lease_until has passed{refused}")
+        return Diagnosis(f"{owner} claimed {words} and got False: a free key must be won{refused}",
+                         "error-taken-for-a-lost-race" if errors else "free-key-not-won")
+    return Diagnosis(f"{owner} claimed {words} and got False: {key} would stay blocked until the record expires; "
+                     f"reclaim a lease once lease_until has passed{refused}",
+                     "error-taken-for-a-lost-race" if errors else "expired-lease-not-reclaimed")
 
 
 def _item_problem(run: _LeaseRun, key: str, owner: str, claimed_at: float) -> str:
-    """What is wrong with the item a won claim left, or ""."""
+    """What is wrong with the item a won claim left, with the mistake's key, or ""."""
     item = lease_item(run.ddb, run.table, key)
     where = f"after {owner}'s winning claim"
     if not item:
-        return (f"{where} there is no item with pk {key!r} and sk 'lease': write the claim under the key "
-                f"{LEASE_KEY_HINT} (the low-level client's shapes)")
+        return Diagnosis(f"{where} there is no item with pk {key!r} and sk 'lease': write the claim under the key "
+                         f"{LEASE_KEY_HINT} (the low-level client's shapes)", "no-lease-item-under-the-key")
     status = item.get("status", {}).get("S")
     if status != INPROGRESS:
-        return f"{where} the item's status is {status!r}, not 'INPROGRESS' (a string, {{'S': 'INPROGRESS'}})"
+        return Diagnosis(f"{where} the item's status is {status!r}, not 'INPROGRESS' (a string, {{'S': 'INPROGRESS'}})",
+                         "item-status-not-inprogress")
     if item.get("owner", {}).get("S") != owner:
-        return f"{where} the item's owner is {item.get('owner')!r}, not {{'S': {owner!r}}}"
+        return Diagnosis(f"{where} the item's owner is {item.get('owner')!r}, not {{'S': {owner!r}}}",
+                         "item-owner-not-the-claimant")
     if "N" not in item.get("lease_until", {}):
-        return f"{where} the item has no lease_until number ({{'N': str(now + lease_seconds)}})"
+        return Diagnosis(f"{where} the item has no lease_until number ({{'N': str(now + lease_seconds)}})",
+                         "item-has-no-lease-until")
     ahead = float(item["lease_until"]["N"]) - claimed_at
     if abs(ahead - run.lease) > 1:
-        return (f"{where} lease_until is {duration(round(ahead))} after now; it must be now + lease_seconds "
-                f"({duration(run.lease)})")
+        return Diagnosis(f"{where} lease_until is {duration(round(ahead))} after now; it must be now + lease_seconds "
+                         f"({duration(run.lease)})", "lease-until-not-now-plus-lease")
     return ""
 
 
 def _play(run: _LeaseRun, step: tuple[Any, ...]) -> str:
-    """Play one step of a story; a problem in words, or ""."""
+    """Play one step of a story; a problem in words (a ``Diagnosis`` with its mistake's key), or ""."""
     action = step[0]
     if action == "wait":
         run.clock.skip(step[1])  # only the `now` the claims are given counts it: no service timer needs to see it
@@ -174,7 +183,7 @@ def _play_claim(run: _LeaseRun, key: str) -> str:
     before, claimed_at = len(run.log.calls), run.clock.now()
     won = run.claim(key, owner)
     if not isinstance(won, bool):
-        return f"claim returned {won!r}; return True (you may run the work) or False"
+        return Diagnosis(f"claim returned {won!r}; return True (you may run the work) or False", "claim-not-a-bool")
     errors = [call for call in run.log.calls[before:] if call.error and call.error != "ConditionalCheckFailedException"]
     if won != (must == "won"):
         return _claim_diagnosis(run, key, owner, won, errors)
@@ -191,20 +200,33 @@ def _play_together(run: _LeaseRun, key: str) -> str:
     claimed_at = run.clock.now()
     results = run.clock.run_together(*(lambda o=o: run.claim(key, o) for o in owners))
     if any(not isinstance(won, bool) for won in results):
-        return f"claim returned {next(w for w in results if not isinstance(w, bool))!r}; return True or False"
+        not_bool = next(won for won in results if not isinstance(won, bool))
+        return Diagnosis(f"claim returned {not_bool!r}; return True or False", "claim-not-a-bool")
     if results.count(True) == 2:
-        return (f"{owners[0]} and {owners[1]} claimed {words} at the same instant and both got True: a read followed "
-                "by a write lets both see the key free; only a condition DynamoDB checks with the write picks "
-                "exactly one")
+        return Diagnosis(f"{owners[0]} and {owners[1]} claimed {words} at the same instant and both got True: a read "
+                         "followed by a write lets both see the key free; only a condition DynamoDB checks with the "
+                         "write picks exactly one",
+                         _both_won_mistake(run, key, must))
     if must == "refused":  # a live lease, or finished work: both must wait
         return _claim_diagnosis(run, key, owners[results.index(True)], True, []) if True in results else ""
     if results.count(True) == 0:
-        return f"{owners[0]} and {owners[1]} claimed {words} at the same instant and neither won: one must"
+        return Diagnosis(f"{owners[0]} and {owners[1]} claimed {words} at the same instant and neither won: one must",
+                         "neither-wins-a-simultaneous-claim")
     winner = owners[results.index(True)]
     if problem := _item_problem(run, key, winner, claimed_at):
         return problem
     run.keys[key] = _KeyState(winner, claimed_at + run.lease)
     return ""
+
+
+def _both_won_mistake(run: _LeaseRun, key: str, must: str | None) -> str:
+    """The key of two simultaneous claims both winning, by the key's state before them."""
+    state = run.keys.get(key)
+    if state is None:
+        return "both-win-a-free-key"
+    if must == "won":
+        return "both-reclaim-an-expired-lease"
+    return "reclaims-finished-work" if state.done else "wins-a-live-lease"
 
 
 def _play_throttled(run: _LeaseRun, key: str) -> str:
@@ -218,9 +240,11 @@ def _play_throttled(run: _LeaseRun, key: str) -> str:
         raise
     finally:
         run.throttle.armed = False
-    return (f"{owner} claimed {key}, DynamoDB refused the write with {THROTTLED} (throttling, not a lost race), and "
-            f"your claim returned {won!r}: the worker would {'run with no claim written' if won else 'give up a key nobody holds'}"
-            "; return False only for ConditionalCheckFailedException and let any other error through")
+    return Diagnosis(f"{owner} claimed {key}, DynamoDB refused the write with {THROTTLED} (throttling, not a lost "
+                     f"race), and your claim returned {won!r}: the worker would "
+                     f"{'run with no claim written' if won else 'give up a key nobody holds'}; return False only for "
+                     "ConditionalCheckFailedException and let any other error through",
+                     "wins-though-the-write-was-refused" if won else "error-taken-for-a-lost-race")
 
 
 @register(

@@ -48,7 +48,7 @@ def expected(case: Fleet) -> tuple[float, float]:
 
 
 def slips(case: Fleet) -> dict[str, tuple[float, float]]:
-    """What each known slip gives for this fleet: (in flight, dollars a day)."""
+    """What each known slip gives for this fleet: (in flight, dollars a day), by the slip's mistake key."""
     cpm, steps, seconds, p = case.conversations_per_minute, case.steps, case.step_seconds, case.price_list
     per_day = cpm * steps * 1440
     right = expected(case)
@@ -57,27 +57,28 @@ def slips(case: Fleet) -> dict[str, tuple[float, float]]:
         return day * (sqs * p["sqs"] + events * p["events"] + dynamodb * p["dynamodb"]) / 1e6
 
     return {
-        "conversations": (cpm / 60 * seconds, bill(day=cpm * 1440)),
-        "per-minute": (cpm * steps * seconds, right[1]),
-        "hour": (right[0], bill(day=cpm * steps * 60)),
-        "one-sqs-call": (right[0], bill(sqs=1)),
-        "per-request": (right[0], bill(events=0.1)),
-        "no-write": (right[0], bill(dynamodb=0)),
-        "per-call": (right[0], bill() * 1e6),
+        "counts-conversations-not-steps": (cpm / 60 * seconds, bill(day=cpm * 1440)),
+        "steps-per-minute-times-seconds": (cpm * steps * seconds, right[1]),
+        "bills-an-hour-not-a-day": (right[0], bill(day=cpm * steps * 60)),
+        "one-sqs-request-per-step": (right[0], bill(sqs=1)),
+        "events-billed-per-request": (right[0], bill(events=0.1)),
+        "no-idempotency-write": (right[0], bill(dynamodb=0)),
+        "prices-read-per-call": (right[0], bill() * 1e6),
     }
 
 
 SLIP_WORDS = {
-    "conversations": "you counted conversations, not steps: every one of the {steps} steps of a conversation is "
-                     "received, deleted, announced and recorded, so the work in flight and the bill grow with "
-                     "steps, not users",
-    "per-minute": "steps in flight = steps per second x seconds a step (Little's law); steps per minute x seconds "
-                  "counts 60 times too many",
-    "hour": "a day is 1,440 minutes (86,400 s): your bill covers an hour",
-    "one-sqs-call": "each step makes two SQS requests, a ReceiveMessage and a DeleteMessage",
-    "per-request": "EventBridge bills every event, batched or not: 10 entries in one PutEvents are 10 events",
-    "no-write": "each step also makes one idempotency write to DynamoDB",
-    "per-call": "the prices are dollars per million calls, not per call",
+    "counts-conversations-not-steps": "you counted conversations, not steps: every one of the {steps} steps of a "
+                                      "conversation is received, deleted, announced and recorded, so the work in "
+                                      "flight and the bill grow with steps, not users",
+    "steps-per-minute-times-seconds": "steps in flight = steps per second x seconds a step (Little's law); steps per "
+                                      "minute x seconds counts 60 times too many",
+    "bills-an-hour-not-a-day": "a day is 1,440 minutes (86,400 s): your bill covers an hour",
+    "one-sqs-request-per-step": "each step makes two SQS requests, a ReceiveMessage and a DeleteMessage",
+    "events-billed-per-request": "EventBridge bills every event, batched or not: 10 entries in one PutEvents are "
+                                 "10 events",
+    "no-idempotency-write": "each step also makes one idempotency write to DynamoDB",
+    "prices-read-per-call": "the prices are dollars per million calls, not per call",
 }
 
 
@@ -135,7 +136,7 @@ def check_bill(answer: Any, case: Fleet, ctx: Any) -> CaseOutcome:
         in_flight, dollars = _figures(answer(case.conversations_per_minute, case.steps, case.step_seconds,
                                              case.price_list))
     except InvalidInput as bad:
-        return CaseOutcome(False, str(bad))
+        return CaseOutcome(False, str(bad), "not-two-numbers")
     want_flight, want_dollars = expected(case)
     flight_ok, dollars_ok = _close(in_flight, want_flight, 1), _close(dollars, want_dollars, 0.01)
     if flight_ok and dollars_ok:
@@ -147,8 +148,10 @@ def check_bill(answer: Any, case: Fleet, ctx: Any) -> CaseOutcome:
         wrong.append(f"${dollars:,.2f} a day (expected ${want_dollars:,.2f})")
     matched = [name for name, (flight, money) in slips(case).items()
                if _close(in_flight, flight, 1) and _close(dollars, money, 0.01)]
-    why = SLIP_WORDS[matched[0]].format(steps=case.steps) if matched else _worked(case)
-    return CaseOutcome(False, f"you returned {' and '.join(wrong)}: {why}")
+    if not matched:  # a figure no known slip gives: the worked arithmetic, and no mistake named
+        return CaseOutcome(False, f"you returned {' and '.join(wrong)}: {_worked(case)}")
+    slip = matched[0]
+    return CaseOutcome(False, f"you returned {' and '.join(wrong)}: {SLIP_WORDS[slip].format(steps=case.steps)}", slip)
 
 
 def _worked(case: Fleet) -> str:
