@@ -223,18 +223,27 @@ def the_librarys_worker(sfn, token, work, heartbeat_seconds, clock):
 
 
 WRONG_ANSWERS = (
-    WrongAnswer("never beats", never_beats, "no SendTaskHeartbeat came"),
-    WrongAnswer("beats once per HeartbeatSeconds", beats_every_window, "gaps of up to"),
-    WrongAnswer("retries a refused answer", retries_until_accepted, "answers on one token"),
-    WrongAnswer("lets a dead token's refusal escape", lets_refusals_escape, "let the error escape"),
-    WrongAnswer("fails every step as 'Error'", generic_error_name, "never matched"),
-    WrongAnswer("reports a failure as a success", failure_as_success, "but your worker sent SendTaskSuccess"),
-    WrongAnswer("sends the output as text", output_as_text, "not the step's output"),
-    WrongAnswer("a heartbeat that outlives its step", heartbeat_outlives_the_step, "kept beating"),
-    WrongAnswer("a hard-coded error name", hard_coded_error_name, "never matched", public=False),
+    WrongAnswer("never beats", never_beats, "no SendTaskHeartbeat came", mistake="never-beats"),
+    WrongAnswer("beats once per HeartbeatSeconds", beats_every_window, "gaps of up to", mistake="beats-too-seldom"),
+    WrongAnswer("retries a refused answer", retries_until_accepted, "answers on one token",
+                mistake="answers-a-dead-token-again"),
+    WrongAnswer("lets a dead token's refusal escape", lets_refusals_escape, "let the error escape",
+                mistake="lets-a-dead-token-refusal-escape"),
+    WrongAnswer("fails every step as 'Error'", generic_error_name, "never matched", mistake="not-the-steps-error-name"),
+    WrongAnswer("reports a failure as a success", failure_as_success, "but your worker sent SendTaskSuccess",
+                mistake="reports-a-failure-as-a-success"),
+    WrongAnswer("sends the output as text", output_as_text, "not the step's output",
+                mistake="output-not-the-steps-result"),
+    WrongAnswer("a heartbeat that outlives its step", heartbeat_outlives_the_step, "kept beating",
+                mistake="heartbeat-outlives-the-step"),
+    WrongAnswer("a hard-coded error name", hard_coded_error_name, "never matched", public=False,
+                mistake="not-the-steps-error-name"),
     WrongAnswer("the library's answer_task", the_librarys_worker,
                 "calls `fleetlab.services.stepfunctions.worker.answer_task`"),
 )
 
+# The harness sees one mistake in both: the failure went out under a name other than the step's own error.
+SHARED_MISTAKES = {"not-the-steps-error-name": "sends a failure under another name than the step's own error"}
+
 SIDE = InstructorSide("04.callback", hidden=HIDDEN, reference=reference_worker,
-                      right_answers=RIGHT_ANSWERS, wrong_answers=WRONG_ANSWERS)
+                      right_answers=RIGHT_ANSWERS, wrong_answers=WRONG_ANSWERS, shared_mistakes=SHARED_MISTAKES)

@@ -62,16 +62,30 @@ RIGHT_ANSWERS = (
 )
 
 WRONG_ANSWERS = (
-    WrongAnswer("catches only States.HeartbeatTimeout", ONLY_HEARTBEAT_NAME, "States.Timeout"),
-    WrongAnswer("retries but never catches", RETRY_WITHOUT_CATCH, "no Catch"),
-    WrongAnswer("States.TaskFailed as a wildcard", TASK_FAILED_WILDCARD, "States.Timeout"),
-    WrongAnswer("routes to a state that does not exist", MISNAMED_TARGET, "not a state"),
-    WrongAnswer("ErrorEquals as a string", ERROR_NAME_AS_TEXT, "must be a non-empty list"),
-    WrongAnswer("retries for minutes", SLOW_RETRIES, "keeps the execution waiting"),
-    WrongAnswer("States.ALL beside another name", ALL_BESIDE_OTHERS, "must appear alone"),
-    WrongAnswer("Python, not JSON", NOT_JSON, "not valid JSON"),
-    WrongAnswer("routes the missed heartbeat to the success state", TO_THE_SUCCESS_STATE, "as if the dead worker's step"),
+    WrongAnswer("catches only States.HeartbeatTimeout", ONLY_HEARTBEAT_NAME, "States.Timeout",
+                mistake="states-timeout-not-caught"),
+    WrongAnswer("retries but never catches", RETRY_WITHOUT_CATCH, "no Catch", mistake="no-catch"),
+    WrongAnswer("States.TaskFailed as a wildcard", TASK_FAILED_WILDCARD, "States.Timeout",
+                mistake="states-timeout-not-caught"),
+    WrongAnswer("routes to a state that does not exist", MISNAMED_TARGET, "not a state",
+                mistake="routes-to-no-such-state"),
+    WrongAnswer("ErrorEquals as a string", ERROR_NAME_AS_TEXT, "must be a non-empty list",
+                mistake="block-step-functions-refuses"),
+    WrongAnswer("retries for minutes", SLOW_RETRIES, "keeps the execution waiting", mistake="retries-too-long"),
+    WrongAnswer("States.ALL beside another name", ALL_BESIDE_OTHERS, "must appear alone",
+                mistake="block-step-functions-refuses"),
+    WrongAnswer("Python, not JSON", NOT_JSON, "not valid JSON", mistake="not-json"),
+    WrongAnswer("routes the missed heartbeat to the success state", TO_THE_SUCCESS_STATE, "as if the dead worker's step",
+                mistake="routes-to-the-success-state"),
 )
 
+# The harness sees one mistake where the catalogue lists two: the Catch lets States.Timeout through (a catcher on
+# the AWS name alone, or on States.TaskFailed, which never matches it); and Step Functions refusing the block,
+# whatever rule of its ErrorEquals the block breaks.
+SHARED_MISTAKES = {
+    "states-timeout-not-caught": "a Catch that does not cover States.Timeout",
+    "block-step-functions-refuses": "an ErrorEquals Step Functions refuses (a list of names, States.ALL alone)",
+}
+
 SIDE = InstructorSide("04.catch", hidden=HIDDEN, reference=REFERENCE,
-                      right_answers=RIGHT_ANSWERS, wrong_answers=WRONG_ANSWERS)
+                      right_answers=RIGHT_ANSWERS, wrong_answers=WRONG_ANSWERS, shared_mistakes=SHARED_MISTAKES)

@@ -55,18 +55,22 @@ RIGHT_ANSWERS = (
 )
 
 WRONG_ANSWERS = (
-    WrongAnswer("the classic 24 h default", _policy_answer(185, 86_400), "the goal is 5 min"),
+    WrongAnswer("the classic 24 h default", _policy_answer(185, 86_400), "the goal is 5 min",
+                mistake="keeps-the-24-hour-default"),
     WrongAnswer("no dead-letter queue", lambda goal, alarm, blip, dlq: {
-        "RetryPolicy": {"MaximumRetryAttempts": 185, "MaximumEventAgeInSeconds": goal - alarm}}, "nobody is paged"),
+        "RetryPolicy": {"MaximumRetryAttempts": 185, "MaximumEventAgeInSeconds": goal - alarm}}, "nobody is paged",
+        mistake="no-dead-letter-queue"),
     WrongAnswer("forgets the alarm's delay", lambda goal, alarm, blip, dlq: {
         "RetryPolicy": {"MaximumRetryAttempts": 185, "MaximumEventAgeInSeconds": goal},
-        "DeadLetterConfig": {"Arn": dlq}}, "the goal is 2 h"),
-    WrongAnswer("the EventsV2 default (5 attempts / 5 min)", _policy_answer(5, 300), "blip"),
-    WrongAnswer("no retries at all", _policy_answer(0, 60), "blip"),
+        "DeadLetterConfig": {"Arn": dlq}}, "the goal is 2 h", mistake="forgets-the-alarm-delay"),
+    WrongAnswer("the EventsV2 default (5 attempts / 5 min)", _policy_answer(5, 300), "blip",
+                mistake="gives-up-within-a-blip"),
+    WrongAnswer("no retries at all", _policy_answer(0, 60), "blip", mistake="never-retries"),
     WrongAnswer("minutes, not seconds", lambda goal, alarm, blip, dlq: {
         "RetryPolicy": {"MaximumRetryAttempts": 185, "MaximumEventAgeInSeconds": (goal - alarm) // 60},
-        "DeadLetterConfig": {"Arn": dlq}}, "60"),
-    WrongAnswer("the 1 h policy of the guide, whatever the goal", _policy_answer(24, 3_600), "the goal is 5 min"),
+        "DeadLetterConfig": {"Arn": dlq}}, "60", mistake="event-age-under-a-minute"),
+    WrongAnswer("the 1 h policy of the guide, whatever the goal", _policy_answer(24, 3_600), "the goal is 5 min",
+                mistake="retries-past-the-goal"),
 )
 
 SIDE = InstructorSide("06.retry_policy", hidden=HIDDEN, reference=reference_retry_policy,

@@ -42,15 +42,21 @@ RIGHT_ANSWERS = (
 )
 
 WRONG_ANSWERS = (
-    WrongAnswer("every target", lambda target, age: True, "billing-webhook"),
-    WrongAnswer("any target with a key", lambda target, age: target.dedupes_on is not None, "new id"),
-    WrongAnswer("no target at all", lambda target, age: False, "missed"),
+    WrongAnswer("every target", lambda target, age: True, "billing-webhook",
+                mistake="replays-reach-a-target-with-no-key"),
+    WrongAnswer("any target with a key", lambda target, age: target.dedupes_on is not None, "new id",
+                mistake="key-new-for-every-delivery"),
+    WrongAnswer("no target at all", lambda target, age: False, "missed",
+                mistake="replay-kept-from-a-target-that-needs-it"),
     WrongAnswer("keys on the work, ignores the window", lambda target, age: target.dedupes_on == "trace_id",
-                "had expired"),
+                "had expired", mistake="records-expired-before-the-replay"),
     WrongAnswer("the lab's names, hard-coded", lambda target, age: target.name in ("results-store", "ticketing"),
-                "missed", public=False),
+                "missed", public=False, mistake="replay-kept-from-a-target-that-needs-it"),
     WrongAnswer("a dict of names", {"results-store": True, "billing-webhook": False}, "pass the function itself"),
 )
 
+# The harness sees one mistake in both: a target that could take the replay safely was kept from it.
+SHARED_MISTAKES = {"replay-kept-from-a-target-that-needs-it": "kept the replay from a target that can take it safely"}
+
 SIDE = InstructorSide("06.targets", hidden=HIDDEN, reference=reference_targets,
-                      right_answers=RIGHT_ANSWERS, wrong_answers=WRONG_ANSWERS)
+                      right_answers=RIGHT_ANSWERS, wrong_answers=WRONG_ANSWERS, shared_mistakes=SHARED_MISTAKES)

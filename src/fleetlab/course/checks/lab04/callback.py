@@ -21,7 +21,7 @@ from botocore.exceptions import ClientError
 
 from fleetlab.course.checks.lab04.common import HEARTBEAT_ERRORS
 from fleetlab.course.experiments.callback import Behaviour, CallbackBench, CallbackRun, Plan, answers, fails
-from fleetlab.course.grading.registry import Case, CaseOutcome, StopAnswer, register
+from fleetlab.course.grading.registry import Case, CaseOutcome, Diagnosis, StopAnswer, register
 from fleetlab.services.stepfunctions import machines
 from fleetlab.services.stepfunctions.worker import DEAD_TOKEN_ERRORS, Call
 
@@ -149,7 +149,7 @@ CALLBACK_SIGNATURE = "complete_task(sfn, token, work, heartbeat_seconds, clock)"
 def check_callback(answer: Any, case: Steps, ctx: Any) -> CaseOutcome:
     problem = _signature_problem(answer, 5, CALLBACK_SIGNATURE)
     if problem:
-        return CaseOutcome(False, problem)
+        return CaseOutcome(False, problem, "takes-other-arguments")
     for _ in range(GAP_ATTEMPTS):
         started = time.monotonic()
         runs, watch = _run_steps(answer, case, ctx)
@@ -158,7 +158,7 @@ def check_callback(answer: Any, case: Steps, ctx: Any) -> CaseOutcome:
         if not any(marker in problem for marker in _RUN_AGAIN) or ctx.remaining() < 2 * (time.monotonic() - started):
             break
     if problem:
-        return CaseOutcome(False, problem)
+        return CaseOutcome(False, problem)  # a Diagnosis carries the mistake's key
     return CaseOutcome(True, f"{len(case.steps)} steps answered as their tasks expected")
 
 
@@ -178,6 +178,8 @@ def _raise_learner_bug(watch: _Watch) -> None:
 
 
 def _judge_step(step: Step, run: CallbackRun, watch: _Watch) -> str:
+    """What went wrong in one step ("" when nothing did): a Diagnosis with the mistake's key, or plain words when
+    the machine, not the worker, was at fault."""
     if not run.tokens:
         return f"the {step.name}: no worker ever took its task (a fleetlab problem; run the check again)"
     token = run.tokens[0]
@@ -185,8 +187,9 @@ def _judge_step(step: Step, run: CallbackRun, watch: _Watch) -> str:
     answered = [c for c in mine if c.call in ANSWERS]
     if token in watch.runaway or len(answered) > 1:
         refusals = ", ".join(sorted({c.error_code for c in answered if not c.accepted})) or "all accepted"
-        return (f"the {step.name}: your worker sent {len(answered)} answers on one token (refused: {refusals}): "
-                "a dead token never comes back to life; answer once and drop the refusal")
+        return Diagnosis(f"the {step.name}: your worker sent {len(answered)} answers on one token (refused: "
+                         f"{refusals}): a dead token never comes back to life; answer once and drop the refusal",
+                         "answers-a-dead-token-again")
     if not step.late:
         working = watch.working.get(token)
         problem = _judge_heartbeat(step, run, mine, _first_act(mine, working), _timer_ran_out_at(run), working)
@@ -196,10 +199,12 @@ def _judge_step(step: Step, run: CallbackRun, watch: _Watch) -> str:
         return _judge_raised(step, watch.raised[token], answered)
     leaked = [c for c in mine if c.call == "SendTaskHeartbeat" and c.at > watch.returned.get(token, c.at) + 0.15]
     if leaked:
-        return (f"the {step.name}: your heartbeat kept beating after complete_task returned ({len(leaked)} beats): "
-                "stop it when the step ends (a heartbeat that outlives its step hides a dead worker)")
+        return Diagnosis(f"the {step.name}: your heartbeat kept beating after complete_task returned ({len(leaked)} "
+                         "beats): stop it when the step ends (a heartbeat that outlives its step hides a dead worker)",
+                         "heartbeat-outlives-the-step")
     if not answered:
-        return f"the {step.name}: your worker never answered, so the execution was left {run.status}"
+        return Diagnosis(f"the {step.name}: your worker never answered, so the execution was left {run.status}",
+                         "never-answers")
     if step.late:
         return ""
     if run.error in HEARTBEAT_ERRORS and _in_time(step, answered[0], watch.started.get(token)):
@@ -229,43 +234,49 @@ def _judge_heartbeat(step: Step, run: CallbackRun, mine: list[Call], acting: flo
     beats = [c.at for c in mine if c.call == "SendTaskHeartbeat"]
     outcome = f"the timer ran out ({run.error})" if run.status == "FAILED" else "the timer nearly ran out"
     if len(beats) == 1 and working is not None and beats[0] <= working:
-        return (f"the {step.name} ({step.behaviour.seconds:g} s) {_GAP} {step.heartbeat_seconds}: your worker "
-                f"beat once, before the work began, and never during it, so {outcome}. clock.every(interval, beat) "
-                "takes the function itself and calls it each interval: pass beat, not beat()")
+        return Diagnosis(f"the {step.name} ({step.behaviour.seconds:g} s) {_GAP} {step.heartbeat_seconds}: your "
+                         f"worker beat once, before the work began, and never during it, so {outcome}. "
+                         "clock.every(interval, beat) takes the function itself and calls it each interval: pass "
+                         "beat, not beat()", "beats-once-before-the-work")
     what = "no SendTaskHeartbeat came" if not beats else f"your heartbeats left gaps of up to {gap:.2f} s"
-    return (f"the {step.name} ({step.behaviour.seconds:g} s) {_GAP} {step.heartbeat_seconds}: "
-            f"{what}, so {outcome}; beat well inside the window, every third of it")
+    return Diagnosis(f"the {step.name} ({step.behaviour.seconds:g} s) {_GAP} {step.heartbeat_seconds}: "
+                     f"{what}, so {outcome}; beat well inside the window, every third of it",
+                     "never-beats" if not beats else "beats-too-seldom")
 
 
 def _judge_raised(step: Step, exc: BaseException, answered: list[Call]) -> str:
     code = exc.response["Error"].get("Code", "?") if isinstance(exc, ClientError) else type(exc).__name__
     if code in DEAD_TOKEN_ERRORS:
         call = answered[-1].call if answered else "answer"
-        return (f"the {step.name}'s {call} was refused with {code} (the task had timed out) and your function "
-                "let the error escape: the worker would leave the message on the queue and run the step again "
-                "for nothing; catch it and drop the late answer")
-    return f"the {step.name}: a callback was refused with {code} and your function raised it"
+        return Diagnosis(f"the {step.name}'s {call} was refused with {code} (the task had timed out) and your "
+                         "function let the error escape: the worker would leave the message on the queue and run the "
+                         "step again for nothing; catch it and drop the late answer", "lets-a-dead-token-refusal-escape")
+    return Diagnosis(f"the {step.name}: a callback was refused with {code} and your function raised it",
+                     "raises-a-refused-callback")
 
 
 def _judge_failure(step: Step, run: CallbackRun, answer: Call) -> str:
     error = step.behaviour.error
     if answer.call != "SendTaskFailure":
-        return (f"the step raised StepFailed({error!r}) but your worker sent {answer.call}: "
-                "report a failure with SendTaskFailure so the state machine's Catch can route it")
+        return Diagnosis(f"the step raised StepFailed({error!r}) but your worker sent {answer.call}: "
+                         "report a failure with SendTaskFailure so the state machine's Catch can route it",
+                         "reports-a-failure-as-a-success")
     if machines.RECOVER_STATE not in run.states:
-        return (f"the step raised StepFailed({error!r}) but the task failed with {run.error or '?'!r}, so the "
-                f"Catch on {error!r} never matched and the execution {run.status}: send the step's own error "
-                "name (its .error)")
+        return Diagnosis(f"the step raised StepFailed({error!r}) but the task failed with {run.error or '?'!r}, so "
+                         f"the Catch on {error!r} never matched and the execution {run.status}: send the step's own "
+                         "error name (its .error)", "not-the-steps-error-name")
     return ""
 
 
 def _judge_success(step: Step, run: CallbackRun, answer: Call) -> str:
     if answer.call != "SendTaskSuccess" or run.status != "SUCCEEDED":
-        return f"the {step.name}: the execution ended {run.status} ({run.error or answer.call}); it should succeed"
+        return Diagnosis(f"the {step.name}: the execution ended {run.status} ({run.error or answer.call}); it should "
+                         "succeed", "a-good-step-not-succeeded")
     result = (run.output or {}).get("result")
     if result != step.behaviour.output:
-        return (f"the {step.name}: the task's result was {json.dumps(result)[:80]}, not the step's output "
-                f"{json.dumps(step.behaviour.output)[:80]}: send json.dumps(output) as the output")
+        return Diagnosis(f"the {step.name}: the task's result was {json.dumps(result)[:80]}, not the step's output "
+                         f"{json.dumps(step.behaviour.output)[:80]}: send json.dumps(output) as the output",
+                         "output-not-the-steps-result")
     return ""
 
 

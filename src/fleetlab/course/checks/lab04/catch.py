@@ -19,7 +19,7 @@ from typing import Any
 from fleetlab.core.errors import AslError
 from fleetlab.course.checks.lab04.common import AWS_HEARTBEAT_ERROR, HEARTBEAT_ERRORS, refused_task
 from fleetlab.course.experiments.callback import Behaviour, CallbackBench, answers, dies
-from fleetlab.course.grading.registry import Case, CaseOutcome, register
+from fleetlab.course.grading.registry import Case, CaseOutcome, Diagnosis, register
 from fleetlab.services.stepfunctions import asl, machines
 
 RETRY_BUDGET_SECONDS = 8  # retries this lab can wait out: Step Functions timers run in real time
@@ -84,20 +84,21 @@ def check_catch(answer: Any, case: Outage, ctx: Any) -> CaseOutcome:
     try:
         block = read_block(answer)
     except AslError as unreadable:
-        return CaseOutcome(False, str(unreadable))
+        not_json = isinstance(unreadable.__cause__, json.JSONDecodeError)
+        return CaseOutcome(False, str(unreadable), "not-json" if not_json else "not-a-retry-catch-block")
     if not block.get("Catch"):
         return CaseOutcome(False, "your block has no Catch: once the retries run out, the missed heartbeat fails the "
-                                  f"execution; add a Catch whose Next is {machines.RECOVER_STATE!r}")
+                                  f"execution; add a Catch whose Next is {machines.RECOVER_STATE!r}", "no-catch")
     targets = {machines.RECOVER_STATE, machines.DONE_STATE}
     for index, catcher in enumerate(block["Catch"] if isinstance(block["Catch"], list) else []):
         if isinstance(catcher, dict) and catcher.get("Next") not in targets:
             return CaseOutcome(False, f"Catch[{index}].Next: {catcher.get('Next')!r} is not a state of this machine; "
-                                      f"route the error to {machines.RECOVER_STATE!r}")
+                                      f"route the error to {machines.RECOVER_STATE!r}", "routes-to-no-such-state")
     wait = worst_case_wait(block, case)
     if wait > RETRY_BUDGET_SECONDS:
         return CaseOutcome(False, f"with a dead worker your Retry keeps the execution waiting {wait:g} s before the "
                                   f"Catch runs; in this lab keep it under {RETRY_BUDGET_SECONDS} s "
-                                  "(IntervalSeconds 1, MaxAttempts 1 or 2)")
+                                  "(IntervalSeconds 1, MaxAttempts 1 or 2)", "retries-too-long")
     bench = CallbackBench(ctx.backend, ctx.fresh_prefix())
     try:
         machine = bench.machine("catch", timeout_seconds=case.timeout_seconds,
@@ -106,21 +107,23 @@ def check_catch(answer: Any, case: Outage, ctx: Any) -> CaseOutcome:
         # answer nothing, and keeps a loaded emulator's late timer from reading as the block's mistake
         run = bench.run(machine, *case.behaviours, label="outage", wait=ctx.remaining())
     except AslError as refused:
-        return CaseOutcome(False, f"Step Functions would refuse the task with your block: {refused_task(refused)}")
+        return CaseOutcome(False, f"Step Functions would refuse the task with your block: {refused_task(refused)}",
+                           "block-step-functions-refuses")
     finally:
         bench.close()
     if run.status != "SUCCEEDED":
         return CaseOutcome(False, f"on {ctx.backend.name} the task failed with {run.error or '?'} and your block did "
                                   f"not route it: the execution ended {run.status}"
-                                  + _unlisted(block, run.error))
+                                  + _unlisted(block, run.error), _failed_run_mistake(block))
     for error in HEARTBEAT_ERRORS:
         index = asl.first_match(block["Catch"], error)
         if index is None:
-            return CaseOutcome(False, _missing_name(error, ctx))
+            missing = _missing_name(error, ctx)
+            return CaseOutcome(False, missing, missing.mistake)
         if block["Catch"][index].get("Next") != machines.RECOVER_STATE:
             return CaseOutcome(False, f"Catch[{index}] routes {error} to {block['Catch'][index].get('Next')!r}: the "
                                       "execution ends SUCCEEDED as if the dead worker's step were done; route a missed "
-                                      f"heartbeat to {machines.RECOVER_STATE!r}")
+                                      f"heartbeat to {machines.RECOVER_STATE!r}", "routes-to-the-success-state")
     return CaseOutcome(True, f"the execution survived ({' -> '.join(run.states)}), and both names are caught")
 
 
@@ -130,10 +133,19 @@ def _unlisted(block: dict[str, Any], error: str) -> str:
     return ""
 
 
-def _missing_name(error: str, ctx: Any) -> str:
+def _failed_run_mistake(block: dict[str, Any]) -> str:
+    """The key of an execution the block let fail: its Catch does not cover States.Timeout, or it failed anyway."""
+    if asl.first_match(block["Catch"], "States.Timeout") is None:
+        return "states-timeout-not-caught"
+    return "execution-failed"
+
+
+def _missing_name(error: str, ctx: Any) -> Diagnosis:
+    """Why a Catch that let the execution survive here would not on another backend, with the mistake's key."""
     if error == AWS_HEARTBEAT_ERROR:
-        return (f"the execution survived on {ctx.backend.name}, but your Catch catches neither {error} nor "
-                f"States.Timeout: on AWS a missed heartbeat fails the task with {error} (a catcher on either name "
-                "routes it), and the execution would fail there")
-    return (f"the execution survived on {ctx.backend.name}, but your Catch does not list {error}: moto and LocalStack "
-            f"report a missed heartbeat as {error}, and TimeoutSeconds raises it on AWS too")
+        return Diagnosis(f"the execution survived on {ctx.backend.name}, but your Catch catches neither {error} nor "
+                         f"States.Timeout: on AWS a missed heartbeat fails the task with {error} (a catcher on either "
+                         "name routes it), and the execution would fail there", "heartbeat-timeout-not-caught")
+    return Diagnosis(f"the execution survived on {ctx.backend.name}, but your Catch does not list {error}: moto and "
+                     f"LocalStack report a missed heartbeat as {error}, and TimeoutSeconds raises it on AWS too",
+                     "states-timeout-not-caught")

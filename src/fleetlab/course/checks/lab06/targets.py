@@ -17,7 +17,7 @@ from typing import Any
 from fleetlab.composition.topology import DAY
 from fleetlab.core.errors import InvalidInput
 from fleetlab.course.experiments.replay import BILLING_WEBHOOK, COMPLETED_STEPS, ReplayBench, Target
-from fleetlab.course.grading.registry import Case, CaseOutcome, register
+from fleetlab.course.grading.registry import Case, CaseOutcome, Diagnosis, register
 from fleetlab.course.grading.values import duration
 from fleetlab.services.events import replay as replays
 
@@ -61,17 +61,21 @@ class Scenario(Case):
         return target.name in self.must_receive
 
 
-def _why_it_duplicates(target: Target, case: Scenario, bench: ReplayBench, trace: str) -> str:
+def _why_it_duplicates(target: Target, case: Scenario, bench: ReplayBench, trace: str) -> Diagnosis:
+    """Why a replay took effect again at ``target``, with the mistake's key: a replay let reach a target with no
+    idempotency key, one keyed on an id that is new for every delivery, or one whose records had expired."""
     if target.dedupes_on is None:
-        return "it keeps no idempotency key, so every replayed event takes effect again"
+        return Diagnosis("it keeps no idempotency key, so every replayed event takes effect again",
+                         "replays-reach-a-target-with-no-key")
     if target.dedupes_on == "event id":
         ids = [d.event_id[:8] for d in bench.deliveries if d.target == target.name and d.trace_id == trace]
-        return ("it dedupes on the event id, and a replayed event arrives with a new id "
-                f"({trace}: {' then '.join(ids)}), so its key never matches")
+        return Diagnosis("it dedupes on the event id, and a replayed event arrives with a new id "
+                         f"({trace}: {' then '.join(ids)}), so its key never matches", "key-new-for-every-delivery")
     if target.dedupes_on == "SQS MessageId":
-        return "it dedupes on the SQS MessageId, which is new for every delivery, replays included"
-    return (f"its records live {duration(target.window_seconds)} and the replay brought back events "
-            f"{duration(case.replay_age)} old: the records had expired")
+        return Diagnosis("it dedupes on the SQS MessageId, which is new for every delivery, replays included",
+                         "key-new-for-every-delivery")
+    return Diagnosis(f"its records live {duration(target.window_seconds)} and the replay brought back events "
+                     f"{duration(case.replay_age)} old: the records had expired", "records-expired-before-the-replay")
 
 
 def _decide(answer: Any, target: Target, case: Scenario) -> tuple[bool | None, str]:
@@ -87,7 +91,7 @@ def _scenario_story(answer: Any, case: Scenario, ctx: Any) -> CaseOutcome:
     for target in case.targets:
         decided, problem = _decide(answer, target, case)
         if decided is None:
-            return CaseOutcome(False, problem)
+            return CaseOutcome(False, problem, "not-true-or-false")
         decisions[target.name] = decided
     patterns = {name: COMPLETED_STEPS if ok else replays.excluding_replays(COMPLETED_STEPS)
                 for name, ok in decisions.items()}
@@ -104,14 +108,16 @@ def _scenario_story(answer: Any, case: Scenario, ctx: Any) -> CaseOutcome:
             twice = bench.duplicates(target.name)
             if twice:
                 trace, count = sorted(twice.items())[0]
+                why = _why_it_duplicates(target, case, bench, trace)
                 return CaseOutcome(False, f"{target.name} ({target.effect}) took effect {count} times for {trace}: "
-                                          f"the replay reached it, and {_why_it_duplicates(target, case, bench, trace)}")
+                                          f"the replay reached it, and {why}", why.mistake)
             missing = [trace for trace in STEPS if bench.effects(target.name)[trace] == 0]
             if missing and case.needs_replay(target):
                 return CaseOutcome(False, f"{target.name} was down and missed {' and '.join(missing)}; the replay was "
                                           "meant to bring them back, but you kept replays away from it. It dedupes on "
                                           f"the trace_id and its records ({duration(target.window_seconds)}) outlive "
-                                          f"the {duration(case.replay_age)}-old replay, so it may receive them")
+                                          f"the {duration(case.replay_age)}-old replay, so it may receive them",
+                                   "replay-kept-from-a-target-that-needs-it")
     allowed = sorted(name for name, ok in decisions.items() if ok)
     return CaseOutcome(True, f"replays went to {', '.join(allowed) or 'no target'}; every step took effect once per target")
 
