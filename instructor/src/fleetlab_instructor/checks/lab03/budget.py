@@ -46,14 +46,18 @@ RIGHT_ANSWERS = (
 )
 
 WRONG_ANSWERS = (
-    WrongAnswer("maxReceiveCount 1", lambda *facts: (1, 14 * DAY), "good steps parked"),
-    WrongAnswer("maxReceiveCount 2", lambda *facts: (2, 14 * DAY), "good steps parked"),
+    WrongAnswer("maxReceiveCount 1", lambda *facts: (1, 14 * DAY), "good steps parked",
+                mistake="good-work-parked-in-outage"),
+    WrongAnswer("maxReceiveCount 2", lambda *facts: (2, 14 * DAY), "good steps parked",
+                mistake="good-work-parked-in-outage"),
     WrongAnswer("one receive short: outage / retry, rounded up",
                 lambda retry, outage, deadline, retention, triage: (math.ceil(outage / retry), 14 * DAY),
-                "good steps parked"),
+                "good steps parked",
+                mistake="good-work-parked-in-outage"),
     WrongAnswer("outage / retry, rounded down, plus one",
                 lambda retry, outage, deadline, retention, triage: (outage // retry + 1, 14 * DAY),
-                "good steps parked"),
+                "good steps parked",
+                mistake="good-work-parked-in-outage"),
     WrongAnswer("the largest maxReceiveCount SQS allows", lambda *facts: (1_000, 14 * DAY), "must be parked within",
                 mistake="poison-parked-too-late"),
     WrongAnswer("DLQ retention equal to the source's",
@@ -78,8 +82,13 @@ WRONG_ANSWERS = (
                 mistake="receive-count-not-whole-or-allowed"),
     WrongAnswer("only maxReceiveCount", lambda *facts: 5, "return two numbers",
                 mistake="not-two-numbers"),
-    WrongAnswer("a hard-coded 5 and 14 days", lambda *facts: (5, 14 * DAY), "good steps parked", public=False),
+    WrongAnswer("a hard-coded 5 and 14 days", lambda *facts: (5, 14 * DAY), "good steps parked", public=False,
+                mistake="good-work-parked-in-outage"),
 )
 
+SHARED_MISTAKES = {"good-work-parked-in-outage": "too few receives to ride out the outage: every receive that can "
+                                                 "fall in it, plus the one that succeeds"}
+"""The harness sees only good work parked; too few receives, however they were counted or hard-coded, look alike."""
+
 SIDE = InstructorSide("03.budget", hidden=HIDDEN, reference=reference_budget,
-                      right_answers=RIGHT_ANSWERS, wrong_answers=WRONG_ANSWERS)
+                      right_answers=RIGHT_ANSWERS, wrong_answers=WRONG_ANSWERS, shared_mistakes=SHARED_MISTAKES)

@@ -80,7 +80,7 @@ def check_budget(answer: Any, case: Facts, ctx: Any) -> CaseOutcome:
         return CaseOutcome(False, str(bad), READ_MISTAKES.get(bad.field, ""))
     run = _ride_out_the_outage(ctx, case, max_receive_count, retention)
     if run.parked_good:
-        return CaseOutcome(False, _parked_good_work(case, max_receive_count, run))
+        return CaseOutcome(False, _parked_good_work(case, max_receive_count, run), "good-work-parked-in-outage")
     parked_after = max_receive_count * case.retry_seconds
     if parked_after > case.poison_deadline_seconds:
         return CaseOutcome(False, f"with maxReceiveCount {max_receive_count} a poison step is received "
