@@ -104,7 +104,7 @@ WRONG_ANSWERS = (
     WrongAnswer("the proposal unrounded", lambda c, v, f, q, low, high: min((v + f) / q, max(2 * c, 4), high),
                 "not a whole number", mistake="not-a-whole-number"),
     WrongAnswer("a tolerance of one replica, not of 10% usage", _tolerance_of_one_replica,
-                "1.50 is outside 0.9-1.1", public=False),
+                "1.50 is outside 0.9-1.1", public=False, mistake="tolerance-in-replicas"),
     WrongAnswer("a hard-coded queueLength of 5",
                 lambda c, v, f, q, low, high: reference_desired(c, v, f, 5, low, high), "the metric is", public=False),
     WrongAnswer("no minReplicaCount clamp", _with_mistake("clamp-min"), "minReplicaCount is 2", public=False,

@@ -58,11 +58,14 @@ class _Rules:
     clamp_max: bool = True
     clamp_min: bool = True
     rounding: str = "ceil"  # or "floor", "round"
+    replica_band: int = 0  # > 0: keep the count when the proposal is within this many replicas, not within 10% usage
 
     def desired(self, current: int, visible: int, in_flight: int, q: int, low: int, high: int) -> int:
         metric = visible + (in_flight if self.in_flight else 0)
         ratio = metric / (q * current)
-        if self.tolerance and 1 - TOLERANCE <= ratio <= 1 + TOLERANCE:
+        if self.replica_band and abs(math.ceil(metric / q) - current) <= self.replica_band:
+            proposal = current
+        elif self.tolerance and not self.replica_band and 1 - TOLERANCE <= ratio <= 1 + TOLERANCE:
             proposal = current
         else:
             proposal = {"ceil": math.ceil, "floor": math.floor, "round": round}[self.rounding](metric / q)
@@ -86,6 +89,7 @@ MISTAKES = (  # (the rule the answer seems to have missed, its mistake key; the 
     ("clamp-min", _Rules(clamp_min=False)),
     ("floor", _Rules(rounding="floor")),
     ("round", _Rules(rounding="round")),
+    ("tolerance-in-replicas", _Rules(replica_band=1)),  # the diagnosis works the rule through (see _diagnosis)
 )
 
 
