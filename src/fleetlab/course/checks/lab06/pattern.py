@@ -88,6 +88,29 @@ def _pattern_advice(pattern: dict[str, Any]) -> str:
     return ""
 
 
+TEXT_FILTERS = ("prefix", "suffix", "equals-ignore-case", "wildcard", "cidr")
+"""The content filters that take text."""
+
+
+def _syntax_mistake(pattern: Mapping[str, Any]) -> str:
+    """The key of the syntax mistake the pattern's shape shows (a bare value, exists or a text filter given the
+    wrong type), read from the pattern the learner wrote, never from the refusal's words; "" when none."""
+    for key, value in pattern.items():
+        if isinstance(value, Mapping):
+            nested = _syntax_mistake(value)
+            if nested:
+                return nested
+        elif not isinstance(value, list):
+            return "value-not-in-a-list"
+    for _, condition in _filters_of(pattern):
+        for operator, operand in condition.items():
+            if operator == "exists" and not isinstance(operand, bool):
+                return "exists-not-a-boolean"
+            if operator in TEXT_FILTERS and not isinstance(operand, (str, Mapping)):
+                return "text-filter-not-text"
+    return ""
+
+
 def _advised_or(advice: str, mistake: str) -> str:
     """The key the pattern's text shows (``_pattern_advice``), else ``mistake``."""
     return advice.mistake if isinstance(advice, Diagnosis) else mistake
@@ -164,5 +187,5 @@ def check_pattern(answer: Any, case: Traffic, ctx: Any) -> CaseOutcome:
                                   '{"source": ["fleet.coordinator"]}, or its JSON text', "pattern-not-a-dict-or-json")
     bench, refused = _run_traffic(pattern, case, ctx)
     if bench is None:
-        return CaseOutcome(False, refused)
+        return CaseOutcome(False, refused, _syntax_mistake(pattern))
     return _judge_traffic(bench, pattern, case)
