@@ -193,7 +193,8 @@ def _why_over_quota(board: Scoreboard) -> str:
 
 def _how_the_windows_differ(config: FleetConfig, quota: tuple[int, float]) -> Diagnosis:
     """What the governor's window does wrong against the provider's, when its tokens are not the cause already;
-    keyed by the mistake (its tokens over the provider's when the window is not the cause)."""
+    keyed by the mistake: the governor's tokens over the provider's, else its window shorter than theirs or not
+    nested in them; "" when none of these."""
     tokens, window = quota
     if config.quota_tokens > tokens:
         return Diagnosis("", "governor-over-the-provider-tokens")
