@@ -2,7 +2,8 @@
 moto-server): stubs say "not yet", a learner's own error is theirs, an answer that is not a FleetConfig is
 refused saying what to return, an invalid configuration is reported by its field, the planted day a
 repair reads is run once per case, a diagnosis leads with its root cause, quotes what broke and stays short, and
-the hidden day of a 1 h 30 min provider window catches a governor left on its own hour whenever it is graded."""
+the hidden day of a 1 h 30 min provider window catches a governor left on its own hour whenever it is graded, and a
+failed day reports the key of its first cause that names a mistake."""
 
 from dataclasses import replace
 from types import SimpleNamespace
@@ -174,20 +175,25 @@ def test_a_governor_on_its_own_hour_overspends_the_hidden_hour_and_a_half_wherev
 OVER_QUOTA = {"spend within the quota": "peak 12,085 of 10,000 tokens in a window, the provider's quota"}
 
 
-@pytest.mark.parametrize(("mine", "theirs", "windows"), [
+SHORTER = "governor-window-shorter-than-the-providers"
+
+
+@pytest.mark.parametrize(("mine", "theirs", "windows", "mistake"), [
     (3_600, 5_400, "1 h, the provider 10,000 per 1 h 30 min, and each new 1 h of yours grants them again inside one "
-                   "of its windows"),
+                   "of its windows", SHORTER),
     (60, 3_600, "1 min, the provider 10,000 per 1 h, and each new 1 min of yours grants them again inside one of its "
-                "windows"),
-    (5_400, 3_600, "1 h 30 min, the provider 10,000 per 1 h, whose windows do not nest in your 1 h 30 min ones"),
-    (7_200, 3_600, "2 h, the provider 10,000 per 1 h"),
+                "windows", SHORTER),
+    (5_400, 3_600, "1 h 30 min, the provider 10,000 per 1 h, whose windows do not nest in your 1 h 30 min ones",
+     "governor-window-not-nested-in-the-providers"),
+    (7_200, 3_600, "2 h, the provider 10,000 per 1 h", ""),
 ], ids=["shorter", "a minute", "not a multiple", "a multiple"])
 def test_a_spend_over_the_providers_quota_is_told_how_the_governors_window_differs_from_the_providers(
-        mine, theirs, windows):
+        mine, theirs, windows, mistake):
     over = board(FleetConfig(quota_tokens=10_000, quota_window=mine, batch_tokens=2_000), OVER_QUOTA)
     over = replace(over, schedule=replace(over.schedule, provider_quota=(10_000, theirs)))
     assert judge(over).diagnosis.endswith(
         f"your governor allows 10,000 tokens per {windows}: hold the governor to the provider's quota and window")
+    assert judge(over).mistake == mistake
 
 
 def test_a_governor_allowing_more_tokens_than_the_provider_is_told_its_tokens_alone():
@@ -196,3 +202,12 @@ def test_a_governor_allowing_more_tokens_than_the_provider_is_told_its_tokens_al
     assert judge(over).diagnosis.endswith(
         "your governor allows 1,000,000 tokens per 1 h, the provider 10,000 per 1 h 30 min: hold the governor to the "
         "provider's quota and window")
+    assert judge(over).mistake == "governor-over-the-provider-tokens"
+
+
+def test_a_failed_day_reports_the_key_of_its_first_keyed_cause_and_a_budget_that_only_follows_reports_none():
+    lost = board(FleetConfig(fallback=False), {"no accepted request lost": "5 of 18 healthy steps never took effect",
+                                               "DynamoDB writes per step": "11.54 (budget 11)"})
+    assert judge(lost).mistake == "no-fallback-group"
+    writes = board(FleetConfig(batch_tokens=500), {"DynamoDB writes per step": "12.00 (budget 11)"})
+    assert judge(writes).mistake == ""

@@ -76,6 +76,9 @@ def _the_quota_per_minute(facts: DayFacts) -> FleetConfig:
                    batch_tokens=per_minute)
 
 
+SHORTER_WINDOW = "governor-window-shorter-than-the-providers"
+"""A governor window shorter than the provider's: a minute or its own hour, the harness sees the same mistake."""
+
 RIGHT_ANSWERS = (
     RightAnswer("a dict of knobs made into a FleetConfig", _knobs_as_dict),
     RightAnswer("a longer visibility timeout and a tighter heartbeat", _long_visibility_tight_heartbeat),
@@ -89,22 +92,28 @@ WRONG_ANSWERS = (
                                                                             idempotency_window=DAY),
                 "keep them longer than a replay reaches", mistake="records-expire-before-the-replay"),
     WrongAnswer("the governor left at its own quota", lambda facts: FleetConfig(
-        idempotency_window=int(facts.replay_reach_seconds + DAY)), "hold the governor to the provider's quota"),
+        idempotency_window=int(facts.replay_reach_seconds + DAY)), "hold the governor to the provider's quota",
+        mistake="governor-over-the-provider-tokens"),
     WrongAnswer("a quota per minute instead of per hour", lambda facts: replace(reference_configure(facts),
                                                                                 quota_window=60.0),
-                '"spend within the quota" broke'),
+                '"spend within the quota" broke', mistake=SHORTER_WINDOW),
     WrongAnswer("no heartbeat: the visibility covers the usual step", lambda facts: replace(
-        reference_configure(facts), heartbeat_seconds=None), "beat while a step runs"),
+        reference_configure(facts), heartbeat_seconds=None), "beat while a step runs",
+        mistake="no-heartbeat-visibility-under-the-slowest-step"),
     WrongAnswer("no heartbeat: the visibility covers the slowest step, not its wait for tokens",
-                _visibility_over_the_slowest_step_no_heartbeat, "a step also waits for its tokens"),
+                _visibility_over_the_slowest_step_no_heartbeat, "a step also waits for its tokens",
+                mistake="no-heartbeat-visibility-under-the-token-wait"),
     WrongAnswer("the provider's quota spread per minute: less than one call a window",
-                _the_quota_per_minute, "such a call is never paid"),
+                _the_quota_per_minute, "such a call is never paid", mistake="window-grants-less-than-one-call"),
     WrongAnswer("the governor at the provider's tokens over its own hour", _governor_on_its_own_hour,
-                "each new 1 h of yours grants them again inside one of its windows", public=False),
+                "each new 1 h of yours grants them again inside one of its windows", public=False,
+                mistake=SHORTER_WINDOW),
     WrongAnswer("the public days' numbers, hard-coded", lambda facts: FleetConfig(
         idempotency_window=4 * DAY, quota_tokens=6_000, quota_window=3_600, batch_tokens=1_080),
         "keep them longer than a replay reaches", public=False, mistake="records-expire-before-the-replay"),
 )
 
 SIDE = InstructorSide("07.configure", hidden=HIDDEN, reference=reference_configure,
-                      right_answers=RIGHT_ANSWERS, wrong_answers=WRONG_ANSWERS)
+                      right_answers=RIGHT_ANSWERS, wrong_answers=WRONG_ANSWERS,
+                      shared_mistakes={SHORTER_WINDOW: "the governor's window shorter than the provider's, so it "
+                                                       "grants the provider's tokens again inside one of its windows"})

@@ -93,9 +93,10 @@ WRONG_ANSWERS = (
                 '"no duplicate effect" broke', mistake="default-configuration"),
     WrongAnswer("returns the configuration unchanged", lambda config, scoreboard: config, "unchanged",
                 mistake="returns-it-unchanged"),
-    WrongAnswer("fixes only the first broken invariant", _first_broken_only, "let the last attempt park it"),
+    WrongAnswer("fixes only the first broken invariant", _first_broken_only, "let the last attempt park it",
+                mistake="leaves-a-planted-defect"),
     WrongAnswer("drops the heartbeat and raises the visibility timeout to 12 h", _no_heartbeat_twelve_hours_visibility,
-                "a crashed step waits out a 12 h visibility timeout"),
+                "a crashed step waits out a 12 h visibility timeout", mistake="long-visibility-instead-of-heartbeat"),
     WrongAnswer("the public case's repair, hard-coded", lambda config, scoreboard: replace(
         config, park_with_diagnosis=True, heartbeat_seconds=300.0), "keep them longer than a replay reaches",
         public=False, mistake="records-expire-before-the-replay"),

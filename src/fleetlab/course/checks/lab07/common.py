@@ -13,7 +13,7 @@ from typing import Any
 
 from fleetlab.composition.chaos import DayFacts, FleetConfig, Result, Scoreboard, run_chaos_day
 from fleetlab.composition.chaos.schedule import TOKENS_PER_CALL
-from fleetlab.course.grading.registry import Case, CaseOutcome
+from fleetlab.course.grading.registry import Case, CaseOutcome, Diagnosis
 from fleetlab.course.grading.values import duration
 
 ANSWER = "time to answer"  # the budget of each caller's deadline
@@ -61,6 +61,7 @@ def judge(board: Scoreboard, *, what: str = "your configuration") -> CaseOutcome
 
     The broken invariants come first with their figures, each cause said once. A budget of calls, writes or
     tokens broken beside them is only named: the invariants' failures move those figures, so they are fixed first.
+    A failed day reports the key of the first cause that names a mistake.
     """
     broken = [result for result in (*board.invariants, *board.budgets) if not result.ok]
     if not broken:
@@ -81,7 +82,12 @@ def judge(board: Scoreboard, *, what: str = "your configuration") -> CaseOutcome
         said.append(f"{_names(follow)} broke too: fix the invariants first, as lost, retried and repeated steps "
                     "move their figures")
     return CaseOutcome(False, f"{what[0].upper()}{what[1:]} broke {len(broken)} of the day's invariants and "
-                              "budgets. " + "; ".join(said))
+                              "budgets. " + "; ".join(said), _first_mistake(by_cause))
+
+
+def _first_mistake(causes: dict[str, list[Result]]) -> str:
+    """The key of the first cause that names a mistake (a ``Diagnosis``), "" when none does."""
+    return next((why.mistake for why in causes if isinstance(why, Diagnosis) and why.mistake), "")
 
 
 def _names(results: list[Result]) -> str:
@@ -101,18 +107,20 @@ def cause(name: str, board: Scoreboard) -> str:
         return _why_twice(board)
     if name == "no accepted request lost":
         if not config.fallback:
-            return (f"the primary group was down for {duration(schedule.outage_seconds)} with no fallback group, "
-                    "so steps used up their receives; route around the outage to the fallback group")
+            return Diagnosis(f"the primary group was down for {duration(schedule.outage_seconds)} with no fallback "
+                             "group, so steps used up their receives; route around the outage to the fallback group",
+                             "no-fallback-group")
         largest, usable = TOKENS_PER_CALL[1], config.quota().usable()
         if usable < largest:
-            return (f"a model call costs up to {largest:,} tokens and your governor grants at most {usable:,} per "
-                    f"{duration(config.quota_window)} (quota_tokens less the headroom), so such a call is never paid: "
-                    "allow at least one call's tokens per window")
+            return Diagnosis(f"a model call costs up to {largest:,} tokens and your governor grants at most "
+                             f"{usable:,} per {duration(config.quota_window)} (quota_tokens less the headroom), so such "
+                             "a call is never paid: allow at least one call's tokens per window",
+                             "window-grants-less-than-one-call")
         return f"steps used up their {config.max_receives} receives before one succeeded; allow them more receives"
     if name in ("every poison message parked with its diagnosis", "no caller left waiting", "every step on one trace"):
         if not config.park_with_diagnosis:
-            return ("SQS moved the poison to the DLQ without a word, so nobody answered its caller; let the "
-                    "last attempt park it with its diagnosis")
+            return Diagnosis("SQS moved the poison to the DLQ without a word, so nobody answered its caller; let "
+                             "the last attempt park it with its diagnosis", "poison-left-to-sqs")
         return "look at the parked steps' diagnoses and the traces that stop short"
     if name == "spend within the quota":
         return _why_over_quota(board)
@@ -137,50 +145,63 @@ def _why_late(board: Scoreboard) -> str:
     poison = (f", and a poison step waits out {failed} of them ({duration(failed * config.visibility_timeout)}) "
               "before its last attempt answers the caller") if config.park_with_diagnosis and failed > 0 else ""
     if config.heartbeat_seconds is None and config.visibility_timeout >= board.schedule.slow_seconds:
-        return (f"a crashed step waits out a {timeout} visibility timeout before anyone retries it{poison}; "
-                "keep the timeout near the usual step and beat while the slow one runs instead")
+        return Diagnosis(f"a crashed step waits out a {timeout} visibility timeout before anyone retries "
+                         f"it{poison}; keep the timeout near the usual step and beat while the slow one runs instead",
+                         "long-visibility-instead-of-heartbeat")
     return (f"a crashed or failed attempt comes back only after the {timeout} visibility timeout{poison}; "
             "keep the timeout near the usual step (a heartbeat covers the slow one) and the receives few")
 
 
 def _why_twice(board: Scoreboard) -> str:
+    """Why a step took effect twice; keyed by the first cause found (records, then the heartbeat)."""
     config, schedule = board.config, board.schedule
     if not config.idempotency:
-        return "without idempotency every redelivered or replayed step takes effect again; claim before the effect"
-    causes = []
+        return Diagnosis("without idempotency every redelivered or replayed step takes effect again; claim before "
+                         "the effect", "no-idempotency")
+    causes: list[Diagnosis] = []
     if schedule.replay_reach is not None and config.idempotency_window <= schedule.replay_reach:
-        causes.append(f"a replay republished events {duration(schedule.replay_reach)} after their first publish, "
-                      f"and your records live {duration(config.idempotency_window)}: keep them longer than a replay "
-                      "reaches")
+        causes.append(Diagnosis(f"a replay republished events {duration(schedule.replay_reach)} after their first "
+                                f"publish, and your records live {duration(config.idempotency_window)}: keep them "
+                                "longer than a replay reaches", "records-expire-before-the-replay"))
     if config.heartbeat_seconds is None and config.visibility_timeout < schedule.slow_seconds:
-        causes.append(f"the slowest step ran {duration(schedule.slow_seconds)} on a "
-                      f"{duration(config.visibility_timeout)} visibility timeout with no heartbeat, so a second "
-                      "worker took it over; beat while a step runs")
+        causes.append(Diagnosis(f"the slowest step ran {duration(schedule.slow_seconds)} on a "
+                                f"{duration(config.visibility_timeout)} visibility timeout with no heartbeat, so a "
+                                "second worker took it over; beat while a step runs",
+                                "no-heartbeat-visibility-under-the-slowest-step"))
     elif config.heartbeat_seconds is None and config.visibility_timeout < schedule.slow_seconds + config.quota_window:
-        causes.append(f"the slowest step ran {duration(schedule.slow_seconds)}, and a step also waits for its tokens, "
-                      f"up to a quota window ({duration(config.quota_window)}): that outlasts a "
-                      f"{duration(config.visibility_timeout)} visibility timeout with no heartbeat, so a second worker "
-                      "took it over; beat while a step runs")
-    return "; ".join(causes) or "a step came back and ran again: look at its trace for who took it over"
+        causes.append(Diagnosis(f"the slowest step ran {duration(schedule.slow_seconds)}, and a step also waits for "
+                                f"its tokens, up to a quota window ({duration(config.quota_window)}): that outlasts a "
+                                f"{duration(config.visibility_timeout)} visibility timeout with no heartbeat, so a "
+                                "second worker took it over; beat while a step runs",
+                                "no-heartbeat-visibility-under-the-token-wait"))
+    if not causes:
+        return "a step came back and ran again: look at its trace for who took it over"
+    return Diagnosis("; ".join(causes), causes[0].mistake)
 
 
 def _why_over_quota(board: Scoreboard) -> str:
+    """Why the spend went past the provider's quota: the governor's tokens, else how its window differs."""
     config, quota = board.config, board.schedule.provider_quota
     mine = f"your governor allows {config.quota_tokens:,} tokens per {duration(config.quota_window)}"
     if quota is None:
         return f"{mine}; the spend went past it"
     tokens, window = quota
     theirs = f"{mine}, the provider {tokens:,} per {duration(window)}"
-    return f"{theirs}{_how_the_windows_differ(config, quota)}: hold the governor to the provider's quota and window"
+    how = _how_the_windows_differ(config, quota)
+    return Diagnosis(f"{theirs}{how}: hold the governor to the provider's quota and window", how.mistake)
 
 
-def _how_the_windows_differ(config: FleetConfig, quota: tuple[int, float]) -> str:
-    """What the governor's window does wrong against the provider's, when its tokens are not the cause already."""
+def _how_the_windows_differ(config: FleetConfig, quota: tuple[int, float]) -> Diagnosis:
+    """What the governor's window does wrong against the provider's, when its tokens are not the cause already;
+    keyed by the mistake: the governor's tokens over the provider's, else its window shorter than theirs or not
+    nested in them; "" when none of these."""
     tokens, window = quota
     if config.quota_tokens > tokens:
-        return ""
+        return Diagnosis("", "governor-over-the-provider-tokens")
     if config.quota_window < window:
-        return f", and each new {duration(config.quota_window)} of yours grants them again inside one of its windows"
+        return Diagnosis(f", and each new {duration(config.quota_window)} of yours grants them again inside one of "
+                         "its windows", "governor-window-shorter-than-the-providers")
     if config.quota_window % window:
-        return f", whose windows do not nest in your {duration(config.quota_window)} ones"
-    return ""
+        return Diagnosis(f", whose windows do not nest in your {duration(config.quota_window)} ones",
+                         "governor-window-not-nested-in-the-providers")
+    return Diagnosis("", "")

@@ -5,7 +5,7 @@
 the configuration when the scoreboard holds every invariant and meets every
 budget. No number is matched: any configuration that survives the day passes.
 A failed day names the mistake the configuration shows, when it shows one
-(``recognised_mistake``).
+(``recognised_mistake``), else the one its first keyed cause names (``judge``).
 """
 
 from __future__ import annotations
@@ -43,5 +43,6 @@ def check_configure(answer: Any, case: Day, ctx: Any) -> CaseOutcome:
     if isinstance(config, CaseOutcome):
         return config
     outcome = judge(run_day(ctx, case, config))
-    return outcome if outcome.ok else replace(outcome, mistake=recognised_mistake(config, case.facts))
+    return outcome if outcome.ok else replace(outcome, mistake=recognised_mistake(config, case.facts)
+                                              or outcome.mistake)
 

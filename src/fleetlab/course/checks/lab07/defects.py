@@ -62,5 +62,15 @@ def check_defects(answer: Any, case: Planted, ctx: Any) -> CaseOutcome:
         return CaseOutcome(False, f"repair returned the configuration unchanged, and its day broke "
                                   f"{', '.join(quoted(name) for name in board.broken())}; change the knobs behind each",
                            "returns-it-unchanged")
-    outcome = judge(run_day(ctx, case, repaired), what="your repaired configuration")
-    return outcome if outcome.ok else replace(outcome, mistake=recognised_mistake(repaired, case.facts))
+    repaired_board = run_day(ctx, case, repaired)
+    outcome = judge(repaired_board, what="your repaired configuration")
+    if outcome.ok:
+        return outcome
+    mistake = recognised_mistake(repaired, case.facts) or _planted_defect_left(board, repaired_board)
+    return replace(outcome, mistake=mistake or outcome.mistake)
+
+
+def _planted_defect_left(planted: Scoreboard, repaired: Scoreboard) -> str:
+    """"leaves-a-planted-defect" when an invariant the planted day broke broke again after the repair, else ""."""
+    still = {r.name for r in planted.invariants if not r.ok} & {r.name for r in repaired.invariants if not r.ok}
+    return "leaves-a-planted-defect" if still else ""
