@@ -45,6 +45,11 @@ class Parsed(click.ParamType):
             self.fail(exc.problem + (f" ({exc.hint})" if exc.hint else ""), param, ctx)
 
 
+def _say(text: str) -> None:
+    """Print ``text`` as one plain line: no markup, highlighting or wrapping (a path or learner id stays whole)."""
+    stdout_console().print(text, highlight=False, soft_wrap=True, markup=False)
+
+
 GRADE_HELP = """Grade submitted notebooks into a gradebook CSV and a feedback file per learner.
 
 Learner ids: a notebook is <learner>_<NN>_<lab>.ipynb (alice_01_at_least_once.ipynb),
@@ -112,8 +117,7 @@ def release(out: Path, course: Path, force: bool) -> int:
 
     written = write_release(course, out, force=force)
     size = f"{written.size / 1024:,.0f} KiB" if written.size < 1024 * 1024 else f"{written.size / 1024 ** 2:.1f} MiB"
-    stdout_console().print(f"wrote the learner's release to {out}: {written.files} files, {size}", soft_wrap=True,
-                           highlight=False)
+    _say(f"wrote the learner's release to {out}: {written.files} files, {size}")
     return 0
 
 
@@ -261,10 +265,8 @@ def adjust(grades: Path, out: Path, regrades: tuple[Path, ...], collected: Path 
     adjusted = adjust_gradebook(grades, out=out, regrades=regrades, collected=collected, penalty=late_penalty,
                                 overrides=overrides)
     late = sum(len(labs) for labs in (adjusted.book.late or {}).values())
-    stdout_console().print(f"adjusted {grades}: {len(regrades)} regrade(s), {late} late lab(s), "
-                           f"{len(adjusted.applied)} override(s); {out}"
-                           + (f"; reasons: {adjusted.reasons}" if adjusted.reasons else ""),
-                           highlight=False, soft_wrap=True, markup=False)
+    _say(f"adjusted {grades}: {len(regrades)} regrade(s), {late} late lab(s), {len(adjusted.applied)} override(s); "
+         f"{out}" + (f"; reasons: {adjusted.reasons}" if adjusted.reasons else ""))
     return 0
 
 
@@ -283,8 +285,7 @@ def canvas(grades: Path, roster: Path, out: Path, columns: tuple[tuple[str, str]
     from fleetlab_instructor.report.exports import write_canvas
 
     book = write_canvas(grades, roster=roster, out=out, columns=dict(columns))
-    stdout_console().print(f"wrote the Canvas import of {len(book.rows)} learners to {out}: import it in Canvas's "
-                           "Grades > Import", highlight=False, soft_wrap=True, markup=False)
+    _say(f"wrote the Canvas import of {len(book.rows)} learners to {out}: import it in Canvas's Grades > Import")
     return 0
 
 
@@ -314,8 +315,7 @@ def gradescope(shard: Path, learner: str | None, collected: Path | None, late_pe
 
     results = write_results(shard, out=out, learner=learner, collected=collected, penalty=late_penalty,
                             hidden_visibility=hidden)
-    stdout_console().print(f"wrote {out}: score {results['score']:g}, {len(results['tests'])} tests",
-                           highlight=False, soft_wrap=True, markup=False)
+    _say(f"wrote {out}: score {results['score']:g}, {len(results['tests'])} tests")
     return 0
 
 
@@ -332,7 +332,7 @@ def autograder(out: Path, lab: str, course: Path, hidden: str) -> int:
     from fleetlab_instructor.report.exports import write_autograder
 
     files = write_autograder(course, out, lab=lab, hidden_visibility=hidden)
-    stdout_console().print(f"wrote {out}: {files} files, lab {lab}", highlight=False, soft_wrap=True, markup=False)
+    _say(f"wrote {out}: {files} files, lab {lab}")
     return 0
 
 

@@ -7,8 +7,8 @@ over: a last cell the grader appends (``session.hand_in``) writes each
 answer, serialised by value, to a file. The course's demonstration cells
 that no answer needs are not run (``demos``). The verdict is computed outside that
 kernel, by a judge (``fleetlab.course.judge.server``): a fresh process in
-the same sandbox in which no learner cell ever ran, given the hidden cases
-by the grader. It reports each case's status as JSON; the grader scores the
+the kernels' environment in which no learner cell ever ran (the answers it
+calls run in sealed answer processes), given the hidden cases by the grader. It reports each case's status as JSON; the grader scores the
 cases with its own registry's checks (their points, their number of cases),
 and nothing the notebook printed or displayed counts. A learner's cell may
 replace ``check``, the runner, the registry or ``display`` in its kernel: the
@@ -47,17 +47,17 @@ from fleetlab_tools.warm_kernels import WarmKernels
 from nbformat import NotebookNode
 
 from fleetlab.core.errors import InvalidInput
-from fleetlab.course.judge.server import keep_memory_private
 from fleetlab.course.grading import registry, shortcuts
 from fleetlab.course.grading.registry import Check
 from fleetlab.course.grading.results import CaseResult, CheckStatus, conclude
 from fleetlab.course.judge import sandbox
+from fleetlab.course.judge.server import keep_memory_private
 from fleetlab_instructor.checks import full_check, full_checks
 from fleetlab_instructor.grade.cells import cell_name
-from fleetlab_instructor.handout.demos import cells_to_skip
-from fleetlab_instructor.grade.judging import JudgeServer, Verdicts, judge_answers
 from fleetlab_instructor.grade.environment import kernel_env, measure_graded_backend, share_fidelity_tables
+from fleetlab_instructor.grade.judging import JudgeServer, Verdicts, judge_answers
 from fleetlab_instructor.grade.submissions import Unreadable, lab_of, read_notebook
+from fleetlab_instructor.handout.demos import cells_to_skip
 
 CHECK_CALL = re.compile(r"""\bcheck\(\s*["'](\d\d\.[a-z0-9][a-z0-9_-]*)["']""")
 SCORED = (CheckStatus.PASS, CheckStatus.FAIL)  # a fail keeps the points of the cases it passed

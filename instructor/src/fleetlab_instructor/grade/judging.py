@@ -60,8 +60,7 @@ class JudgeServer:
     A context manager: the block's end stops it. With ``sealed`` its judges
     seal every answer process in a sandbox. ``run(folder, seconds, request)``
     judges the answers in ``folder`` in a fresh judge, handing it ``request``
-    through a pipe, and waits for that judge to end. ``run(folder, seconds)``
-    judges the request in ``folder`` and waits for that judge to end.
+    through a pipe, and waits for that judge to end.
     """
 
     def __init__(self, env: Mapping[str, str], cwd: Path, *, startup: float = 60, sealed: bool = False) -> None:

@@ -5,8 +5,9 @@ process (``python -m fleetlab.course.judge.server``) in the kernels'
 environment (no credentials), with the instructor's package refused on import
 in its own process (the answers it calls run elsewhere, sealed, where that
 package is absent). That server imports the library, boto3, moto and every
-shipped check once, starts no thread, and forks one judge per notebook, so a
-notebook's judge starts in milliseconds and shares nothing with another's.
+shipped check once, starts no thread, and forks one judge per request (a
+notebook's checks; a check that waits on the real clock gets a request of its
+own), so a judge starts in milliseconds and shares nothing with another's.
 
 Each request is one packet on the server's stdin (a Unix socket):
 ``{"folder": ..., "seconds": ...}`` and the read end of a pipe. The server
